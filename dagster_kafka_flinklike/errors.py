@@ -49,3 +49,54 @@ class KafkaOptionsError(KafkaConnectorError, ValueError):
     def __init__(self, message: str, *, keys: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.keys: tuple[str, ...] = tuple(keys)
+
+
+class OffsetsError(KafkaConnectorError):
+    """Start or stop offsets cannot be resolved (no committed offset, deleted range, ...)."""
+
+
+class DeserializationError(KafkaConnectorError):
+    """Records could not be decoded into the table's schema (dirty data).
+
+    Carries where the (first) record came from so it can be found again in Kafka.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class DeliveryError(KafkaConnectorError):
+    """Records could not be delivered to Kafka; the run fails and the checkpoint stays put."""
+
+
+class TransactionError(KafkaConnectorError):
+    """A Kafka transaction could not be started or committed, or the producer was fenced."""
+
+
+class FlinkSqlError(KafkaOptionsError):
+    """A Flink SQL script could not be parsed, or a table it declares is invalid.
+
+    The message starts with the ``line`` and ``column`` (both 1-based) of the offending token so
+    the user can find it in their script; ``keys`` names option keys when an option is at fault.
+    Messages never quote string literals, which may hold secrets.
+
+    Example:
+        >>> err = FlinkSqlError("expected ')'", line=3, column=7)
+        >>> str(err)
+        "line 3, column 7: expected ')'"
+    """
+
+    def __init__(self, message: str, *, line: int, column: int, keys: tuple[str, ...] = ()) -> None:
+        super().__init__(f"line {line}, column {column}: {message}", keys=keys)
+        self.line = line
+        self.column = column

@@ -1,0 +1,57 @@
+"""Dagster resources: the Kafka connection shared by every table of a code location."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from .errors import KafkaOptionsError
+from .options import KafkaTableSpec, redact
+
+
+class KafkaResource(ConfigurableResource):
+    """Connection defaults for Kafka tables: bootstrap servers and client properties.
+
+    A table's own ``properties.*`` win over these, so one resource can point every table of a
+    code location at a cluster (e.g. from ``EnvVar("KAFKA_BOOTSTRAP_SERVERS")``) while tables
+    keep their own group ids. Property values are never logged or shown (secrets are redacted).
+
+    Example:
+        >>> KafkaResource(bootstrap_servers="127.0.0.1:9092",
+        ...               properties={"security.protocol": "PLAINTEXT"})
+    """
+
+    bootstrap_servers: str | None = Field(
+        default=None,
+        description="Comma-separated host:port list; used when a table sets no "
+        "'properties.bootstrap.servers'.",
+    )
+    properties: dict[str, str] = Field(
+        default_factory=dict,
+        description="Kafka client settings (Flink's 'properties.*' without the prefix) applied "
+        "to every table unless the table sets them itself.",
+    )
+
+    def client_properties(self, spec: KafkaTableSpec) -> dict[str, str]:
+        """The effective client properties of ``spec``: resource defaults, then the table's own.
+
+        Raises:
+            KafkaOptionsError: neither the table nor the resource names bootstrap servers.
+        """
+        merged = dict(self.properties)
+        if self.bootstrap_servers:
+            merged["bootstrap.servers"] = self.bootstrap_servers
+        merged.update(spec.properties)
+        if not merged.get("bootstrap.servers"):
+            raise KafkaOptionsError(
+                f"Table {spec.name or ''!r} has no 'properties.bootstrap.servers' and the "
+                f"KafkaResource sets no bootstrap_servers.",
+                keys=("properties.bootstrap.servers",),
+            )
+        return merged
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaResource(bootstrap_servers={self.bootstrap_servers!r}, "
+            f"properties={redact(self.properties)!r})"
+        )

@@ -1,0 +1,49 @@
+"""The Spark session resource (dagster-pyspark), with the environment PySpark needs here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from dagster import InitResourceContext
+from dagster_pyspark import PySparkResource
+
+
+def prepare_spark_environment(master: str | None) -> None:
+    """Set what a PySpark driver needs before it starts, without overriding the user's values.
+
+    ``PYSPARK_PYTHON`` is this interpreter (executors must run the same environment);
+    ``SPARK_LOCAL_IP`` is 127.0.0.1 only for ``local`` masters, never for a cluster.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+class SparkResource(PySparkResource):
+    """dagster-pyspark's ``PySparkResource`` that prepares the environment before the session.
+
+    Example:
+        >>> SparkResource(spark_config={"spark.master": "local[2]"})
+    """
+
+    spark_config: dict[str, Any] = {}
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        prepare_spark_environment(self.spark_config.get("spark.master"))
+        super().setup_for_execution(context)
+
+
+def local_spark_config(app_name: str = "dagster-kafka-flinklike") -> dict[str, Any]:
+    """A small local-mode Spark configuration for demos and tests (2 cores, quiet UI)."""
+    return {
+        "spark.master": "local[2]",
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": "2g",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }

@@ -1,0 +1,89 @@
+"""Shared pytest fixtures: a Kafka broker for the whole session, an admin client, fresh topics.
+
+The broker is ``$KAFKA_BOOTSTRAP_SERVERS`` when set, else an embedded broker started once per
+session in a temporary directory (see ``dagster_kafka_flinklike.local``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from dagster_kafka_flinklike.local import EmbeddedKafka
+
+NewTopicFactory = Callable[..., str]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the broker with ``kafka`` (``-m "not kafka"`` skips them)."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap servers of the session's Kafka: ``$KAFKA_BOOTSTRAP_SERVERS`` or embedded."""
+    env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if env:
+        yield env
+        return
+    broker = EmbeddedKafka(Path(tmp_path_factory.mktemp("kafka")))
+    # Generous: the very first run also downloads Kafka (not counted) and a busy 2-core CI
+    # machine can take much longer than the usual few seconds to start a JVM.
+    bootstrap = broker.start(timeout=180)
+    try:
+        yield bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def admin(kafka_bootstrap: str) -> AdminClient:
+    """A confluent-kafka AdminClient connected to the session's broker."""
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+def wait_for_topic(admin: AdminClient, topic: str, partitions: int, timeout: float = 30) -> None:
+    """Wait until ``topic`` shows ``partitions`` partitions, each with a leader, in metadata."""
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = admin.list_topics(topic=topic, timeout=10)
+        info = metadata.topics.get(topic)
+        if (
+            info is not None
+            and info.error is None
+            and len(info.partitions) == partitions
+            and all(p.leader >= 0 and p.error is None for p in info.partitions.values())
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic} not ready after {timeout} s: {info}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def new_topic(admin: AdminClient, request: pytest.FixtureRequest) -> NewTopicFactory:
+    """Factory ``new_topic(partitions=3, config=None) -> name`` creating a unique, ready topic.
+
+    Topics are named after the test and never deleted (the session broker is thrown away).
+    """
+
+    def create(partitions: int = 3, config: Mapping[str, str] | None = None) -> str:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:150]
+        name = f"{stem}-{uuid.uuid4().hex[:8]}"
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, 1, config=dict(config or {}))], operation_timeout=30
+        )
+        futures[name].result(timeout=60)
+        wait_for_topic(admin, name, partitions)
+        return name
+
+    return create
