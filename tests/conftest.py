@@ -87,3 +87,44 @@ def new_topic(admin: AdminClient, request: pytest.FixtureRequest) -> NewTopicFac
         return name
 
     return create
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession for the test session (built as the SparkResource builds it)."""
+    from pyspark.sql import SparkSession
+
+    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
+
+    config = local_spark_config("tests")
+    prepare_spark_environment(config["spark.master"])
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[bytes | None, bytes | None]] | list[tuple[bytes | None, bytes | None, int]],
+) -> None:
+    """Produce ``(key, value[, partition])`` records synchronously (acks=all)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    errors: list[str] = []
+    for record in records:
+        kwargs = {"partition": record[2]} if len(record) > 2 else {}
+        producer.produce(
+            topic,
+            record[1],
+            record[0],
+            on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
+            **kwargs,
+        )
+    assert producer.flush(30) == 0
+    assert not errors, errors
