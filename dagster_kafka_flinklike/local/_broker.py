@@ -373,7 +373,8 @@ class EmbeddedKafka:
         port: int | None = None,
         extra_properties: Mapping[str, str] | None = None,
     ) -> None:
-        self.data_dir = Path(data_dir).expanduser().absolute()
+        # Resolved: the running broker is recognised by this path in its command line.
+        self.data_dir = Path(data_dir).expanduser().resolve()
         self.port = port
         self.extra_properties: dict[str, str] = dict(extra_properties or {})
         self._controller_port: int | None = None
@@ -453,7 +454,9 @@ class EmbeddedKafka:
         pid = int(state["pid"])
         if _pid_alive(pid) and _pid_is_broker(pid, self.data_dir / SERVER_PROPERTIES):
             return state
-        logger.info("Removing stale Kafka state file %s (pid %d is gone).", self.state_file, pid)
+        logger.info(
+            "Removing stale Kafka state file %s (no broker runs as pid %d).", self.state_file, pid
+        )
         self._remove_state()
         return None
 
@@ -578,7 +581,12 @@ class EmbeddedKafka:
                 self.port,
             )
         pid = int(state["pid"])
-        # Usually ready at once, unless another process launched it and is still waiting.
+        self._bootstrap = bootstrap
+        self._controller_port = int(state.get("controller_port") or 0) or None
+        if _port_answers(int(state["port"])):  # Kafka opens the client port once it is ready
+            logger.info("Kafka broker already running at %s (pid %d).", bootstrap, pid)
+            return bootstrap
+        # Another process launched it and is still waiting for it to become ready.
         try:
             _wait_ready(
                 bootstrap,
@@ -588,6 +596,7 @@ class EmbeddedKafka:
             )
         except _BrokerExitedError:
             self._remove_state()
+            self._bootstrap = None
             return None
         except EmbeddedKafkaError as exc:
             raise EmbeddedKafkaError(
@@ -595,11 +604,7 @@ class EmbeddedKafka:
                 f"requests: {exc} Stop it (`dkf local-kafka stop` or EmbeddedKafka.stop()) and "
                 f"see {self.server_log}."
             ) from None
-        logger.info(
-            "Kafka broker already running in %s at %s (pid %d).", self.data_dir, bootstrap, pid
-        )
-        self._bootstrap = bootstrap
-        self._controller_port = int(state.get("controller_port") or 0) or None
+        logger.info("Kafka broker already running at %s (pid %d).", bootstrap, pid)
         return bootstrap
 
     def _choose_ports(self, fresh: bool) -> tuple[int, int]:
@@ -670,11 +675,12 @@ class EmbeddedKafka:
         cmd = [java, *_JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"]
         cmd += [f"-Dkafka.logs.dir={self.server_log.parent}", "-cp", f"{libs}/*"]
         cmd += ["kafka.Kafka", str(props)]
-        offsets = {p: _size(p) for p in (self.console_log, self.server_log)}
         began = time.monotonic()
         with self.console_log.open("ab") as out:
             out.write(f"\n=== dkf: starting Kafka {KAFKA_VERSION} at {time.ctime()} ===\n".encode())
             out.flush()
+            # Only what this launch writes goes into error messages.
+            offsets = {p: _size(p) for p in (self.console_log, self.server_log)}
             proc = subprocess.Popen(
                 cmd,
                 cwd=self.data_dir,

@@ -290,9 +290,6 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "sink.tableId-to-topic.mapping": "CDC table routing is not supported; use one table per topic",
     "type": "use 'connector'",
     "scan.parallelism": "read tasks are planned from offset ranges (one or more per partition)",
-    "debezium-json.": "the debezium-json format is not supported",
-    "canal-json.": "the canal-json format is not supported",
-    "maxwell-json.": "the maxwell-json format is not supported",
 }
 
 
@@ -327,10 +324,16 @@ def unsupported_reason(key: str) -> str | None:
     return None
 
 
+def closest(key: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``key`` when one is close enough to be a typo, else None."""
+    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(key: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
-    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    close = closest(key, candidates)
+    return f" (did you mean '{close}'?)" if close else ""
 
 
 def unknown_key_error(keys: list[str]) -> KafkaOptionsError:

@@ -9,18 +9,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from dagster_kafka_flinklike.local import KAFKA_VERSION, EmbeddedKafka, free_port
+from dagster_kafka_flinklike.local import (
+    KAFKA_VERSION,
+    EmbeddedKafka,
+    EmbeddedKafkaError,
+    free_port,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -205,6 +212,27 @@ def test_extra_properties_are_honoured(tmp_path: Path) -> None:
         kafka.stop()
 
 
+def test_startup_failure_reports_the_broker_log(tmp_path: Path) -> None:
+    data_dir = tmp_path / "kafka"
+    kafka = EmbeddedKafka(
+        data_dir, extra_properties={"authorizer.class.name": "no.such.Authorizer"}
+    )
+    with pytest.raises(EmbeddedKafkaError, match="exited during startup") as info:
+        kafka.start(timeout=START_TIMEOUT)
+    assert "ClassNotFoundException: no.such.Authorizer" in str(info.value)
+    assert not (data_dir / "state.json").exists()
+    assert kafka.status() is None
+
+
+def test_explicit_port_in_use_fails_fast(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(EmbeddedKafkaError, match="in use"):
+            EmbeddedKafka(tmp_path / "kafka", port=port).start(timeout=START_TIMEOUT)
+
+
 # ------------------------------------------------------------------------------ records
 
 
@@ -279,10 +307,14 @@ def test_cli_local_kafka_start_status_stop(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     try:
-        first = _dkf(home, "local-kafka", "start")
+        # Two concurrent starts launch one broker and both report it.
+        with ThreadPoolExecutor(2) as pool:
+            first, second = pool.map(lambda _: _dkf(home, "local-kafka", "start"), range(2))
         assert first.returncode == 0, first.stderr
+        assert second.returncode == 0, second.stderr
         address = first.stdout.strip().splitlines()[-1]
         assert BOOTSTRAP_RE.match(address)
+        assert second.stdout.strip().splitlines()[-1] == address
 
         again = _dkf(home, "local-kafka", "start")
         assert again.returncode == 0, again.stderr

@@ -71,7 +71,7 @@ def test_partition_new_since_checkpoint_starts_at_earliest() -> None:
 
 
 def test_group_offsets_without_commit_and_reset_is_an_error() -> None:
-    with pytest.raises(OffsetsError, match="auto.offset.reset"):
+    with pytest.raises(OffsetsError, match=r"auto\.offset\.reset"):
         plan_source(spec(), PARTS, FakeRetriever())
 
 
