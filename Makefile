@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 env: $(STAMP)
 
 demo: env
-	$(BIN)/dkf demo
+	$(BIN)/python -m definitions.demo
 
 test: env
 	$(BIN)/python -m pytest
