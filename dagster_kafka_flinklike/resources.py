@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dagster import ConfigurableResource
 from pydantic import Field
 
@@ -39,16 +41,24 @@ class KafkaResource(ConfigurableResource):
             KafkaOptionsError: neither the table nor the resource names bootstrap servers.
         """
         merged = dict(self.properties)
-        if self.bootstrap_servers:
-            merged["bootstrap.servers"] = self.bootstrap_servers
+        servers = self.bootstrap_servers or self.default_bootstrap_servers()
+        if servers:
+            merged["bootstrap.servers"] = servers
         merged.update(spec.properties)
         if not merged.get("bootstrap.servers"):
             raise KafkaOptionsError(
                 f"Table {spec.name or ''!r} has no 'properties.bootstrap.servers' and the "
-                f"KafkaResource sets no bootstrap_servers.",
+                f"KafkaResource sets no bootstrap_servers (nor is $KAFKA_BOOTSTRAP_SERVERS set).",
                 keys=("properties.bootstrap.servers",),
             )
         return merged
+
+    def default_bootstrap_servers(self) -> str | None:
+        """Servers used when ``bootstrap_servers`` is unset: ``$KAFKA_BOOTSTRAP_SERVERS``.
+
+        Resolved at run time, so a code location loads before the cluster is reachable.
+        """
+        return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip() or None
 
     def __repr__(self) -> str:
         return (

@@ -26,6 +26,13 @@ def channel_revenue(context, orders: DataFrame) -> DataFrame:
     )
 
 
+class ExampleKafkaResource(KafkaResource):
+    """Falls back to the embedded demo broker when no cluster is configured."""
+
+    def default_bootstrap_servers(self) -> str | None:
+        return resolve_bootstrap_servers()
+
+
 def spark_config() -> dict:
     """Local Spark by default; ``SPARK_MASTER`` points the same code at a cluster."""
     config = local_spark_config("channel_revenue")
@@ -37,7 +44,7 @@ def spark_config() -> dict:
 defs = Definitions(
     assets=[channel_revenue],
     resources={
-        "kafka": KafkaResource(bootstrap_servers=resolve_bootstrap_servers()),
+        "kafka": ExampleKafkaResource(),
         "pyspark": SparkResource(spark_config=spark_config()),
     },
 )
