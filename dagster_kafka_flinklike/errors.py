@@ -88,7 +88,7 @@ class FlinkSqlError(KafkaOptionsError):
 
     The message starts with the ``line`` and ``column`` (both 1-based) of the offending token so
     the user can find it in their script; ``keys`` names option keys when an option is at fault.
-    Messages never quote string literals, which may hold secrets.
+    Messages never quote the values of secret options (passwords, JAAS configuration, keys).
 
     Example:
         >>> err = FlinkSqlError("expected ')'", line=3, column=7)

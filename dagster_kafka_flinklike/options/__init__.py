@@ -1,7 +1,24 @@
-"""Kafka table options: Flink's option keys, validated into one typed :class:`KafkaTableSpec`."""
+"""Kafka table options: Flink's option keys, validated into one typed :class:`KafkaTableSpec`.
 
-from ._properties import client_config, redact
-from ._spec import FormatSpec, KafkaTableSpec, parse_specific_offsets
+Also the Flink SQL front end (:func:`parse_flink_sql`), the Flink → Spark type mapping and the
+``properties.*`` → librdkafka translation.
+"""
+
+from ..errors import FlinkSqlError, KafkaOptionsError
+from ._ddl import (
+    CreateTable,
+    CreateView,
+    InsertInto,
+    SetOption,
+    Statement,
+    Watermark,
+    parse_flink_sql,
+)
+from ._docs import render_options_reference
+from ._formats import FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
+from ._metadata import METADATA, MetadataKey
+from ._properties import client_config, is_secret, redact, translate_properties
+from ._spec import KafkaTableSpec, parse_specific_offsets
 from ._table import (
     OPTIONS,
     BoundedMode,
@@ -14,21 +31,37 @@ from ._table import (
 from ._types import Column, FlinkType, parse_flink_type, spark_type, struct_type
 
 __all__ = [
+    "FORMAT_OPTIONS",
+    "METADATA",
     "OPTIONS",
+    "SUPPORTED_FORMATS",
     "BoundedMode",
     "Column",
     "ConfigOption",
+    "CreateTable",
+    "CreateView",
     "DeliveryGuarantee",
+    "FlinkSqlError",
     "FlinkType",
     "FormatSpec",
+    "InsertInto",
+    "KafkaOptionsError",
     "KafkaTableSpec",
+    "MetadataKey",
+    "SetOption",
     "StartupMode",
+    "Statement",
     "ValueFieldsInclude",
+    "Watermark",
     "client_config",
+    "is_secret",
     "parse_duration_ms",
+    "parse_flink_sql",
     "parse_flink_type",
     "parse_specific_offsets",
     "redact",
+    "render_options_reference",
     "spark_type",
     "struct_type",
+    "translate_properties",
 ]

@@ -4,48 +4,52 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KafkaOptionsError
-from ._properties import redact
+from . import _rules as rules
+from ._formats import FormatSpec, check_format_keys, format_key_parts, resolve_format
+from ._metadata import check_metadata_columns
+from ._properties import redact, translate_properties
 from ._table import (
+    CONNECTORS,
     OPTIONS,
-    SUPPORTED_FORMATS,
+    UPSERT_KAFKA,
     BoundedMode,
     DeliveryGuarantee,
     StartupMode,
     ValueFieldsInclude,
     find_option,
-    is_format_option,
+    parse_bool,
     parse_value,
     unknown_key_error,
 )
 from ._types import Column
 
 _ROLES = (None, "source", "sink")
-
-
-@dataclass(frozen=True)
-class FormatSpec:
-    """A key or value format and its own options (prefix removed: ``ignore-parse-errors``)."""
-
-    name: str
-    options: Mapping[str, str] = field(default_factory=dict)
+_OFFSETS_PART = re.compile(r"\s*partition\s*:\s*([0-9]{1,10})\s*,\s*offset\s*:\s*([0-9]{1,19})\s*")
 
 
 def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
-    """Parse ``partition:0,offset:42;partition:1,offset:300`` into ``{0: 42, 1: 300}``."""
+    """Parse ``partition:0,offset:42;partition:1,offset:300`` into ``{0: 42, 1: 300}``.
+
+    Example:
+        >>> parse_specific_offsets("scan.startup.specific-offsets", "partition:0,offset:42")
+        {0: 42}
+
+    Raises:
+        KafkaOptionsError: a part is malformed, or a partition is named twice.
+    """
     result: dict[int, int] = {}
     for part in text.split(";"):
         if not part.strip():
             continue
-        m = re.fullmatch(r"\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*", part)
+        m = _OFFSETS_PART.fullmatch(part)
         if not m:
             raise KafkaOptionsError(
-                f"Invalid value for option '{key}': {part.strip()!r} is not "
-                f"'partition:<int>,offset:<int>' (expected e.g. "
-                f"'partition:0,offset:42;partition:1,offset:300').",
+                f"Invalid properties '{key}' should follow the format "
+                f"'partition:0,offset:42;partition:1,offset:300', but is {text[:80]!r}.",
                 keys=(key,),
             )
         partition, offset = int(m.group(1)), int(m.group(2))
@@ -61,10 +65,12 @@ def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
 
 
 def _strs(options: Mapping[str, Any]) -> dict[str, str]:
+    if not isinstance(options, Mapping):
+        raise KafkaOptionsError(f"Options must be a mapping, got {type(options).__name__}.")
     out: dict[str, str] = {}
     for key, value in options.items():
         if not isinstance(key, str):
-            raise KafkaOptionsError(f"Option keys must be strings, got {key!r}.")
+            raise KafkaOptionsError(f"Option keys must be strings, got {type(key).__name__}.")
         if isinstance(value, bool):
             out[key] = "true" if value else "false"
         elif isinstance(value, int | float | str):
@@ -123,6 +129,9 @@ class KafkaTableSpec:
     error_tolerance_max_count: int
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
+    role: str | None = None
+    sink_buffer_flush_max_rows: int = 0
+    sink_buffer_flush_interval_ms: int = 0
 
     @classmethod
     def from_options(
@@ -138,7 +147,7 @@ class KafkaTableSpec:
 
         Args:
             options: the WITH map; values are strings as in Flink (numbers/booleans accepted).
-            columns: ``{"name", "type"}`` dicts or :class:`Column` objects.
+            columns: ``{"name", "type", ...}`` dicts or :class:`Column` objects.
             primary_key: primary key column names (required by ``upsert-kafka``).
             role: ``"source"``, ``"sink"`` or None (either); enables role-specific rules.
             name: the table's name, used in messages and the default group id.
@@ -149,91 +158,64 @@ class KafkaTableSpec:
         if role not in _ROLES:
             raise KafkaOptionsError(f"role must be None, 'source' or 'sink', got {role!r}.")
         opts = _strs(options)
-        unknown = [k for k in opts if find_option(k) is None and not is_format_option(k)]
+        unknown = [k for k in opts if find_option(k) is None and format_key_parts(k) is None]
         if unknown:
             raise unknown_key_error(unknown)
-        parsed = {o.key: parse_value(o, o.key, opts) for o in OPTIONS if not o.prefix}
-
-        connector = parsed["connector"]
-        if connector is None:
+        connector = (opts.get("connector") or "").strip()
+        if connector not in CONNECTORS:
             raise KafkaOptionsError(
-                "Option 'connector' is required ('kafka').", keys=("connector",)
-            )
-        if connector not in ("kafka", "upsert-kafka"):
-            raise KafkaOptionsError(
-                f"Unsupported value for option 'connector': {connector!r}. Allowed values are "
-                f"'kafka', 'upsert-kafka'.",
+                f"Option 'connector' must be 'kafka' or 'upsert-kafka', got "
+                f"{opts.get('connector', '(missing)')[:40]!r}.",
                 keys=("connector",),
             )
+        rules.check_connector_keys(opts, connector)
+        parsed = {o.key: parse_value(o, o.key, opts) for o in OPTIONS if not o.prefix}
+        topics, pattern = rules.subscription(parsed["topic"], parsed["topic-pattern"], role)
 
-        topic, pattern = parsed["topic"], parsed["topic-pattern"]
-        if topic is not None and pattern is not None:
-            raise KafkaOptionsError(
-                "Options 'topic' and 'topic-pattern' cannot both be set.",
-                keys=("topic", "topic-pattern"),
-            )
-        topics = tuple(t.strip() for t in (topic or "").split(";") if t.strip())
-        if topic is not None and not topics:
-            raise KafkaOptionsError("Option 'topic' names no topic.", keys=("topic",))
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise KafkaOptionsError(
-                    f"Option 'topic-pattern' is not a valid regular expression: {exc}.",
-                    keys=("topic-pattern",),
-                ) from None
-        if not topics and pattern is None:
-            raise KafkaOptionsError(
-                "One of 'topic' or 'topic-pattern' is required.", keys=("topic", "topic-pattern")
-            )
-        if role == "sink" and (pattern is not None or len(topics) != 1):
-            raise KafkaOptionsError(
-                "A sink table needs exactly one 'topic' (no ';' list, no 'topic-pattern').",
-                keys=("topic", "topic-pattern"),
-            )
-
-        value_format_name = parsed["value.format"] or parsed["format"]
-        if value_format_name is None:
+        value_name = parsed["value.format"] or parsed["format"]
+        if value_name is None:
             raise KafkaOptionsError(
                 "One of 'format' or 'value.format' is required.", keys=("format", "value.format")
             )
-        value_format = _format(opts, value_format_name, "value.format")
-        key_format = (
-            _format(opts, parsed["key.format"], "key.format") if parsed["key.format"] else None
-        )
+        value_key = "value.format" if parsed["value.format"] else "format"
+        key_name = parsed["key.format"]
+        check_format_keys(opts, value_name, key_name)
+        value_format = resolve_format(opts, value_name, value_key)
+        key_format = resolve_format(opts, key_name, "key.format") if key_name else None
+
+        pk = tuple(primary_key or ())
+        upsert = connector == UPSERT_KAFKA
         key_fields = tuple(f.strip() for f in parsed["key.fields"].split(";") if f.strip())
-        if key_fields and key_format is None:
+        if upsert:
+            if key_format is None:
+                raise KafkaOptionsError(
+                    "The 'upsert-kafka' connector requires 'key.format'.", keys=("key.format",)
+                )
+            key_fields = pk
+        elif key_fields and key_format is None:
             raise KafkaOptionsError(
-                "Option 'key.fields' requires 'key.format'.", keys=("key.fields", "key.format")
+                "The option 'key.fields' can only be declared if a key format is defined using "
+                "'key.format'.",
+                keys=("key.fields", "key.format"),
             )
-        if key_format is not None and not key_fields and connector == "kafka":
+        elif key_format is not None and not key_fields:
             raise KafkaOptionsError(
-                "Option 'key.format' requires 'key.fields' (the columns that form the key).",
+                "A key format 'key.format' requires the declaration of one or more of key "
+                "fields using 'key.fields'.",
                 keys=("key.format", "key.fields"),
             )
         include = parsed["value.fields-include"]
-        if parsed["key.fields-prefix"] and include != ValueFieldsInclude.EXCEPT_KEY:
-            raise KafkaOptionsError(
-                "Option 'key.fields-prefix' requires 'value.fields-include' = 'EXCEPT_KEY'.",
-                keys=("key.fields-prefix", "value.fields-include"),
-            )
+        key_prefix, value_prefix = parsed["key.fields-prefix"], parsed["value.fields-prefix"]
+        rules.key_prefix_rules(key_fields, key_prefix, value_prefix, include, upsert=upsert)
 
-        startup_mode = parsed["scan.startup.mode"]
-        _companion(opts, startup_mode, "scan.startup.mode", StartupMode, "scan.startup")
+        startup_mode = StartupMode.EARLIEST_OFFSET if upsert else parsed["scan.startup.mode"]
+        rules.companion(opts, startup_mode, "scan.startup.mode", StartupMode, len(topics))
         bounded_mode = parsed["scan.bounded.mode"]
-        _companion(opts, bounded_mode, "scan.bounded.mode", BoundedMode, "scan.bounded")
-
-        guarantee = parsed["sink.delivery-guarantee"]
-        if (
-            guarantee == DeliveryGuarantee.EXACTLY_ONCE
-            and not parsed["sink.transactional-id-prefix"]
-        ):
-            raise KafkaOptionsError(
-                "Option 'sink.transactional-id-prefix' is required when "
-                "'sink.delivery-guarantee' is 'exactly-once'.",
-                keys=("sink.transactional-id-prefix", "sink.delivery-guarantee"),
-            )
+        rules.companion(opts, bounded_mode, "scan.bounded.mode", BoundedMode, len(topics))
+        for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
+            rules.non_negative(parsed[key], key)
+        guarantee = rules.sink_rules(parsed, opts, key_fields)
+        rules.header_filter(parsed["scan.header-filter"])
         max_count = parsed["ingestion.error-tolerance.max-count"]
         if max_count < -1:
             raise KafkaOptionsError(
@@ -241,38 +223,43 @@ class KafkaTableSpec:
                 f"got {max_count}.",
                 keys=("ingestion.error-tolerance.max-count",),
             )
-
-        cols = tuple(Column.coerce(c) for c in (columns or ()))
-        names = [c.name for c in cols]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise KafkaOptionsError(f"Column(s) declared twice: {', '.join(dupes)}.")
-        if cols:
-            physical = {c.name for c in cols if c.is_physical}
-            missing = [f for f in key_fields if f not in physical]
-            if missing:
-                raise KafkaOptionsError(
-                    f"Option 'key.fields' names column(s) that are not physical columns of the "
-                    f"table: {', '.join(missing)}.",
-                    keys=("key.fields",),
-                )
-        pk = tuple(primary_key or ())
-        if connector == "upsert-kafka":
-            if not pk:
-                raise KafkaOptionsError(
-                    "The 'upsert-kafka' connector requires a PRIMARY KEY.", keys=("connector",)
-                )
-            if key_format is None:
-                raise KafkaOptionsError(
-                    "The 'upsert-kafka' connector requires 'key.format'.", keys=("key.format",)
-                )
-            if not key_fields:
-                key_fields = pk
-
-        interval = parsed["scan.topic-partition-discovery.interval"]
         properties = {
             k[len("properties.") :]: v for k, v in opts.items() if k.startswith("properties.")
         }
+        translate_properties(properties)  # fails early on settings librdkafka cannot honour
+        if "commit.offsets.on.checkpoint" in properties:
+            parse_bool(
+                "properties.commit.offsets.on.checkpoint",
+                properties["commit.offsets.on.checkpoint"],
+            )
+
+        cols = tuple(Column.coerce(c) for c in (columns or ()))
+        if upsert and not pk:
+            raise KafkaOptionsError(
+                "'upsert-kafka' tables require to define a PRIMARY KEY constraint. The PRIMARY "
+                "KEY specifies which columns should be read from or write to the Kafka message "
+                "key.",
+                keys=("connector",),
+            )
+        if cols:
+            rules.column_rules(
+                cols,
+                connector=connector,
+                key_fields=key_fields,
+                primary_key=pk,
+                value_prefix=value_prefix,
+                include=include,
+            )
+            check_metadata_columns(cols, role=role)
+            physical = [c.name for c in cols if c.is_physical]
+            value_cols = [
+                n for n in physical if include == ValueFieldsInclude.ALL or n not in key_fields
+            ]
+            rules.raw_single_field(value_format.name, value_cols, value_key)
+            if key_format is not None:
+                rules.raw_single_field(key_format.name, list(key_fields), "key.format")
+
+        interval = parsed["scan.topic-partition-discovery.interval"]
         return cls(
             options=dict(opts),
             name=name,
@@ -283,8 +270,8 @@ class KafkaTableSpec:
             value_format=value_format,
             key_format=key_format,
             key_fields=key_fields,
-            key_fields_prefix=parsed["key.fields-prefix"],
-            value_fields_prefix=parsed["value.fields-prefix"],
+            key_fields_prefix=key_prefix,
+            value_fields_prefix=value_prefix,
             value_fields_include=include,
             startup_mode=startup_mode,
             startup_specific_offsets=_offsets(opts, "scan.startup.specific-offsets"),
@@ -295,7 +282,7 @@ class KafkaTableSpec:
             partition_discovery_interval_ms=interval if interval and interval > 0 else None,
             header_filter=parsed["scan.header-filter"],
             check_duplicated_group_id=parsed["scan.check.duplicated.group.id"],
-            sink_partitioner=parsed["sink.partitioner"],
+            sink_partitioner=parsed["sink.partitioner"].strip(),
             delivery_guarantee=guarantee,
             transactional_id_prefix=parsed["sink.transactional-id-prefix"],
             sink_parallelism=parsed["sink.parallelism"],
@@ -303,7 +290,15 @@ class KafkaTableSpec:
             error_tolerance_max_count=max_count,
             columns=cols,
             primary_key=pk,
+            role=role,
+            sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
+            sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
         )
+
+    @property
+    def is_upsert(self) -> bool:
+        """True for an ``upsert-kafka`` table (changelog keyed by the primary key)."""
+        return self.connector == UPSERT_KAFKA
 
     @property
     def bootstrap_servers(self) -> str | None:
@@ -312,8 +307,25 @@ class KafkaTableSpec:
 
     @property
     def group_id(self) -> str | None:
-        """``properties.group.id``."""
+        """``properties.group.id`` as written (None when not set)."""
         return self.properties.get("group.id")
+
+    @property
+    def effective_group_id(self) -> str | None:
+        """The consumer group a source uses: ``properties.group.id`` or Flink's default
+        ``KafkaSource-<table name>`` (None when neither is known)."""
+        return self.group_id or (f"KafkaSource-{self.name}" if self.name else None)
+
+    @property
+    def commit_offsets(self) -> bool:
+        """Whether a source commits its offsets to the consumer group after a run
+        (``properties.commit.offsets.on.checkpoint``, default true, as in Flink)."""
+        return self.properties.get("commit.offsets.on.checkpoint", "true").lower() == "true"
+
+    @property
+    def client_id_prefix(self) -> str | None:
+        """``properties.client.id.prefix``: prefix of the client ids of the connector's clients."""
+        return self.properties.get("client.id.prefix")
 
     @property
     def physical_columns(self) -> tuple[Column, ...]:
@@ -324,6 +336,11 @@ class KafkaTableSpec:
     def metadata_columns(self) -> tuple[Column, ...]:
         """Columns read from or written to record metadata."""
         return tuple(c for c in self.columns if c.is_metadata)
+
+    @property
+    def computed_columns(self) -> tuple[Column, ...]:
+        """Computed columns (``name AS expression``), evaluated after decoding."""
+        return tuple(c for c in self.columns if c.is_computed)
 
     @property
     def value_columns(self) -> tuple[Column, ...]:
@@ -338,53 +355,27 @@ class KafkaTableSpec:
         by_name = {c.name: c for c in self.physical_columns}
         return tuple(by_name[f] for f in self.key_fields if f in by_name)
 
+    @property
+    def key_field_names(self) -> tuple[str, ...]:
+        """Field names inside the encoded key: ``key.fields`` without ``key.fields-prefix``."""
+        return tuple(_strip(f, self.key_fields_prefix) for f in self.key_fields)
+
+    @property
+    def value_field_names(self) -> tuple[str, ...]:
+        """Field names inside the encoded value: value columns without ``value.fields-prefix``."""
+        return tuple(_strip(c.name, self.value_fields_prefix) for c in self.value_columns)
+
     def describe(self) -> dict[str, str]:
         """The options with secrets redacted: safe to log or put in metadata."""
-        props = redact({k[len("properties.") :]: v for k, v in self.options.items()
-                        if k.startswith("properties.")})  # fmt: skip
-        out = {k: v for k, v in self.options.items() if not k.startswith("properties.")}
-        out.update({f"properties.{k}": v for k, v in props.items()})
-        return dict(sorted(out.items()))
+        return dict(sorted(redact(self.options).items()))
 
     def __repr__(self) -> str:
         return f"KafkaTableSpec(name={self.name!r}, options={self.describe()!r})"
 
 
-def _format(opts: Mapping[str, str], name: str, key: str) -> FormatSpec:
-    if name not in SUPPORTED_FORMATS:
-        allowed = ", ".join(f"'{f}'" for f in SUPPORTED_FORMATS)
-        raise KafkaOptionsError(
-            f"Unsupported value for option '{key}': {name!r}. Supported formats are {allowed}.",
-            keys=(key,),
-        )
-    side = key.split(".")[0]  # "key" / "value"
-    own: dict[str, str] = {}
-    prefixes = (f"{name}.", f"{side}.{name}.") if side == "value" else (f"{side}.{name}.",)
-    for prefix in prefixes:
-        for k, v in opts.items():
-            if k.startswith(prefix):
-                own[k[len(prefix) :]] = v
-    return FormatSpec(name=name, options=own)
+def _strip(name: str, prefix: str) -> str:
+    return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
-def _companion(opts: Mapping[str, str], mode: Any, mode_key: str, enum: Any, prefix: str) -> None:
-    companions = {
-        enum.TIMESTAMP: f"{prefix}.timestamp-millis",
-        enum.SPECIFIC_OFFSETS: f"{prefix}.specific-offsets",
-    }
-    for needing_mode, companion in companions.items():
-        if mode == needing_mode and companion not in opts:
-            raise KafkaOptionsError(
-                f"'{companion}' is required in '{needing_mode.value}' {mode_key} but missing.",
-                keys=(companion, mode_key),
-            )
-        if mode != needing_mode and companion in opts:
-            raise KafkaOptionsError(
-                f"'{companion}' is only valid when '{mode_key}' is '{needing_mode.value}', but "
-                f"'{mode_key}' is '{mode.value}'.",
-                keys=(companion, mode_key),
-            )
-
-
-def _offsets(opts: Mapping[str, str], key: str) -> Mapping[int, int] | None:
+def _offsets(opts: Mapping[str, str], key: str) -> dict[int, int] | None:
     return parse_specific_offsets(key, opts[key]) if key in opts else None

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
 from ..errors import KafkaOptionsError
+
+KAFKA = "kafka"
+UPSERT_KAFKA = "upsert-kafka"
+CONNECTORS = (KAFKA, UPSERT_KAFKA)
 
 
 class StartupMode(StrEnum):
@@ -41,7 +45,7 @@ class BoundedMode(StrEnum):
 
 
 class DeliveryGuarantee(StrEnum):
-    """``sink.delivery-guarantee``."""
+    """``sink.delivery-guarantee``: none, at-least-once or exactly-once (Kafka transactions)."""
 
     NONE = "none"
     AT_LEAST_ONCE = "at-least-once"
@@ -55,8 +59,11 @@ class ValueFieldsInclude(StrEnum):
     EXCEPT_KEY = "EXCEPT_KEY"
 
 
+_INT_RANGES = {"Integer": (-(2**31), 2**31 - 1), "Long": (-(2**63), 2**63 - 1)}
+
+
 def parse_bool(key: str, text: str) -> bool:
-    """Strictly parse ``true``/``false`` (any case)."""
+    """Strictly parse ``true``/``false`` (any case), as Flink's Boolean options do."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"
@@ -65,35 +72,61 @@ def parse_bool(key: str, text: str) -> bool:
     )
 
 
+def _parse_integral(key: str, text: str, kind: str) -> int:
+    low, high = _INT_RANGES[kind]
+    match = re.fullmatch(r"\s*([+-]?[0-9]{1,20})\s*", text)
+    value = int(match.group(1)) if match else None
+    if value is None or not low <= value <= high:
+        raise KafkaOptionsError(
+            f"Option '{key}' expects an integer ({kind}) but got {text[:40]!r}.", keys=(key,)
+        )
+    return value
+
+
 def parse_int(key: str, text: str) -> int:
-    """Strictly parse a base-10 integer."""
-    if re.fullmatch(r"\s*[+-]?\d+\s*", text):
-        return int(text)
-    raise KafkaOptionsError(f"Option '{key}' expects an integer but got {text!r}.", keys=(key,))
+    """Strictly parse a base-10 integer in Java's ``int`` range (Flink's Integer options)."""
+    return _parse_integral(key, text, "Integer")
 
 
+def parse_long(key: str, text: str) -> int:
+    """Strictly parse a base-10 integer in Java's ``long`` range (Flink's Long options)."""
+    return _parse_integral(key, text, "Long")
+
+
+_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "min": 60 * 10**9,
+       "h": 3600 * 10**9, "d": 86400 * 10**9}  # fmt: skip
 _DURATION_UNITS = {
-    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
-    "us": 1e-3, "µs": 1e-3, "micro": 1e-3, "micros": 1e-3, "microsecond": 1e-3,
-    "microseconds": 1e-3,
-    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}  # fmt: skip
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), _NS["ns"]),
+    **dict.fromkeys(("us", "µs", "micro", "micros", "microsecond", "microseconds"), _NS["us"]),
+    **dict.fromkeys(("", "ms", "milli", "millis", "millisecond", "milliseconds"), _NS["ms"]),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), _NS["s"]),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), _NS["min"]),
+    **dict.fromkeys(("h", "hour", "hours"), _NS["h"]),
+    **dict.fromkeys(("d", "day", "days"), _NS["d"]),
+}
 
 
 def parse_duration_ms(key: str, text: str) -> int:
-    """Parse a Flink duration (``10 s``, ``5 min``, ``100ms``, ``-1``) to milliseconds."""
-    m = re.fullmatch(r"\s*([+-]?\d+)\s*([A-Za-zµ]*)\s*", text)
-    if not m or m.group(2).lower() not in _DURATION_UNITS:
+    """Parse a Flink duration (``10 s``, ``5 min``, ``100ms``, ``-1``) to milliseconds.
+
+    A bare number is milliseconds, as in Flink. Sub-millisecond results round down.
+
+    Example:
+        >>> parse_duration_ms("scan.topic-partition-discovery.interval", "5 min")
+        300000
+    """
+    m = re.fullmatch(r"\s*([+-]?[0-9]{1,19})\s*([A-Za-zµ]*)\s*", text)
+    unit = _DURATION_UNITS.get(m.group(2).lower()) if m else None
+    if m is None or unit is None:
         raise KafkaOptionsError(
             f"Option '{key}' expects a duration such as '10 s', '5 min' or '100 ms' but got "
-            f"{text!r}.",
+            f"{text[:40]!r}.",
             keys=(key,),
         )
-    return int(int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+    millis = int(m.group(1)) * unit // _NS["ms"]
+    if abs(millis) >= 2**63:
+        raise KafkaOptionsError(f"Option '{key}' is out of range: {text[:40]!r}.", keys=(key,))
+    return millis
 
 
 def parse_enum(enum: type[Enum]) -> Callable[[str, str], Any]:
@@ -105,7 +138,7 @@ def parse_enum(enum: type[Enum]) -> Callable[[str, str], Any]:
                 return member
         allowed = ", ".join(f"'{m.value}'" for m in enum)
         raise KafkaOptionsError(
-            f"Invalid value for option '{key}': {text!r}. Allowed values are {allowed}.",
+            f"Invalid value for option '{key}': {text[:60]!r}. Allowed values are {allowed}.",
             keys=(key,),
         )
 
@@ -117,11 +150,32 @@ def parse_string(key: str, text: str) -> str:
     return text
 
 
+def parse_choice(*choices: str) -> Callable[[str, str], str]:
+    """A parser accepting one of ``choices`` (case-insensitive), returning its canonical form."""
+
+    def parse(key: str, text: str) -> str:
+        for choice in choices:
+            if choice.lower() == text.strip().lower():
+                return choice
+        allowed = ", ".join(f"'{c}'" for c in choices)
+        raise KafkaOptionsError(
+            f"Invalid value for option '{key}': {text[:60]!r}. Allowed values are {allowed}.",
+            keys=(key,),
+        )
+
+    return parse
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     """One connector option: its Flink key, type, default and what it means.
 
-    ``prefix=True`` declares a family of keys (``properties.*``, ``json.*``).
+    ``prefix=True`` declares a family of keys (``properties.*``). ``connectors`` lists the
+    connectors that accept the option; ``section`` groups it on the reference page.
+
+    Example:
+        >>> ConfigOption("topic", "String", None, "Topic to read.").key
+        'topic'
     """
 
     key: str
@@ -132,91 +186,123 @@ class ConfigOption:
     prefix: bool = False
     deprecated_keys: tuple[str, ...] = ()
     roles: tuple[str, ...] = ("source", "sink")
+    connectors: tuple[str, ...] = CONNECTORS
+    section: str = "General"
 
 
 def _opt(key: str, type_: str, default: str | None, description: str, **kw: Any) -> ConfigOption:
     return ConfigOption(key, type_, default, description, **kw)
 
 
+_SRC = {"roles": ("source",), "section": "Source"}
+_KSRC = {**_SRC, "connectors": (KAFKA,)}
+_SNK = {"roles": ("sink",), "section": "Sink"}
+
 OPTIONS: tuple[ConfigOption, ...] = (
-    _opt("connector", "String", None, "Connector to use: 'kafka' or 'upsert-kafka'."),
+    _opt("connector", "String", None, "Connector to use: 'kafka' or 'upsert-kafka'. Required."),
     _opt("topic", "String", None,
          "Topic name(s) to read from, separated by ';'; the single topic a sink writes to."),
     _opt("topic-pattern", "String", None,
-         "Regular expression of topic names to read from; exclusive with 'topic'.",
-         roles=("source",)),
+         "Regular expression of topic names to read from; exclusive with 'topic'.", **_SRC),
     _opt("properties.bootstrap.servers", "String", None,
          "Comma-separated host:port list of Kafka brokers; may come from the KafkaResource."),
     _opt("properties.group.id", "String", None,
-         "Consumer group of the source; offsets are committed there after every run."),
+         "Consumer group of the source; offsets are committed there after every run. Defaults "
+         "to 'KafkaSource-<table name>'.", **_SRC),
     _opt("properties.", "String", None,
-         "Any Kafka client setting, prefix removed and passed to librdkafka (Java names "
-         "translated).", prefix=True),
-    _opt("format", "String", None, "Format of the record value (json, csv, raw, ...)."),
+         "Any Kafka client setting, prefix removed and passed to librdkafka (Java client names "
+         "translated; see 'Kafka client properties').", prefix=True),
+    _opt("format", "String", None,
+         "Format of the record value: json, csv or raw. 'format' or 'value.format' is required."),
     _opt("value.format", "String", None, "Format of the record value; wins over 'format'."),
-    _opt("key.format", "String", None, "Format of the record key."),
-    _opt("key.fields", "String", "", "Physical columns, separated by ';', that form the key."),
+    _opt("key.format", "String", None,
+         "Format of the record key: json, csv or raw. Required by 'upsert-kafka'."),
+    _opt("key.fields", "List<String>", "",
+         "Physical columns, separated by ';', that form the key (names include "
+         "'key.fields-prefix'). Not for 'upsert-kafka', whose key is the PRIMARY KEY.",
+         connectors=(KAFKA,)),
     _opt("key.fields-prefix", "String", "",
-         "Prefix of key columns' names, removed when the key is encoded or decoded."),
+         "Prefix of key columns' names, removed when the key is encoded or decoded; requires "
+         "'value.fields-include' = 'EXCEPT_KEY'."),
     _opt("value.fields-prefix", "String", "",
-         "Prefix of value columns' names, removed when the value is encoded or decoded."),
+         "Prefix of value columns' names, removed when the value is encoded or decoded; every "
+         "value column must carry it."),
     _opt("value.fields-include", "Enum", "ALL",
          "Whether the value holds every physical column (ALL) or all but the key's (EXCEPT_KEY).",
          parse=parse_enum(ValueFieldsInclude)),
     _opt("scan.startup.mode", "Enum", "group-offsets",
-         "Where to start when no checkpoint exists.", parse=parse_enum(StartupMode),
-         roles=("source",)),
+         "Where to start when no checkpoint exists: earliest-offset, latest-offset, "
+         "group-offsets, timestamp or specific-offsets.", parse=parse_enum(StartupMode), **_KSRC),
     _opt("scan.startup.specific-offsets", "String", None,
          "Start offsets for 'specific-offsets' mode: 'partition:0,offset:42;partition:1,...'.",
-         roles=("source",)),
+         **_KSRC),
     _opt("scan.startup.timestamp-millis", "Long", None,
-         "Start timestamp (epoch ms) for 'timestamp' mode.", parse=parse_int, roles=("source",)),
+         "Start timestamp (epoch ms) for 'timestamp' mode.", parse=parse_long, **_KSRC),
     _opt("scan.bounded.mode", "Enum", "unbounded",
-         "Where a run stops; 'unbounded' means the end of the log at planning time.",
-         parse=parse_enum(BoundedMode), roles=("source",)),
+         "Where a run stops: unbounded (the end of the log at planning time), latest-offset, "
+         "group-offsets, timestamp or specific-offsets.", parse=parse_enum(BoundedMode), **_SRC),
     _opt("scan.bounded.specific-offsets", "String", None,
-         "Stop offsets for bounded 'specific-offsets' mode.", roles=("source",)),
+         "Stop offsets for bounded 'specific-offsets' mode.", **_SRC),
     _opt("scan.bounded.timestamp-millis", "Long", None,
-         "Stop timestamp (epoch ms) for bounded 'timestamp' mode.", parse=parse_int,
-         roles=("source",)),
+         "Stop timestamp (epoch ms) for bounded 'timestamp' mode.", parse=parse_long, **_SRC),
     _opt("scan.topic-partition-discovery.interval", "Duration", "5 min",
          "How often the discovery sensor looks for new topics/partitions; <= 0 disables.",
-         parse=parse_duration_ms, roles=("source",)),
+         parse=parse_duration_ms, **_KSRC),
     _opt("scan.header-filter", "String", None,
-         "Keep records by header, e.g. 'depart:toy|depart:book&!env:test' (left to right).",
-         roles=("source",)),
+         "Keep records by header, e.g. 'depart:toy|depart:book&!env:test' (left to right, no "
+         "parentheses).", **_KSRC),
     _opt("scan.check.duplicated.group.id", "Boolean", "false",
-         "Refuse to run when the consumer group has active members.", parse=parse_bool,
-         roles=("source",)),
+         "Refuse to run when the consumer group has active members.", parse=parse_bool, **_KSRC),
     _opt("sink.partitioner", "String", "default",
          "default (murmur2 of the key, as Java), fixed, round-robin, or a Python class path.",
-         roles=("sink",)),
+         roles=("sink",), section="Sink", connectors=(KAFKA,)),
     _opt("sink.delivery-guarantee", "Enum", "at-least-once",
-         "none, at-least-once or exactly-once (Kafka transactions).",
-         parse=parse_enum(DeliveryGuarantee), deprecated_keys=("sink.semantic",),
-         roles=("sink",)),
+         "none, at-least-once or exactly-once (Kafka transactions). The older 'sink.semantic' "
+         "is read when this is absent.", parse=parse_enum(DeliveryGuarantee),
+         deprecated_keys=("sink.semantic",), **_SNK),
     _opt("sink.transactional-id-prefix", "String", None,
-         "Prefix of the stable transactional ids used by exactly-once.", roles=("sink",)),
+         "Prefix of the stable transactional ids; required by exactly-once.", **_SNK),
     _opt("sink.parallelism", "Integer", None, "Number of Spark tasks that write.",
-         parse=parse_int, roles=("sink",)),
+         parse=parse_int, **_SNK),
+    _opt("sink.buffer-flush.max-rows", "Integer", "0",
+         "upsert-kafka: rows buffered per key before a flush; set with "
+         "'sink.buffer-flush.interval', both > 0, to keep only the last row per key.",
+         parse=parse_int, connectors=(UPSERT_KAFKA,), **_SNK),
+    _opt("sink.buffer-flush.interval", "Duration", "0 s",
+         "upsert-kafka: flush interval of the buffer; see 'sink.buffer-flush.max-rows'.",
+         parse=parse_duration_ms, connectors=(UPSERT_KAFKA,), **_SNK),
     _opt("ingestion.ignore-errors", "Boolean", "false",
          "Skip and collect records that fail to decode instead of failing the run.",
-         parse=parse_bool, roles=("source",)),
+         parse=parse_bool, roles=("source",), section="Dirty data"),
     _opt("ingestion.error-tolerance.max-count", "Integer", "-1",
-         "Fail the run when more dirty records than this are skipped; -1 means no limit.",
-         parse=parse_int, roles=("source",)),
+         "With 'ingestion.ignore-errors', fail the run when more dirty records than this are "
+         "skipped; -1 means no limit.", parse=parse_int, roles=("source",), section="Dirty data"),
 )  # fmt: skip
 
-_FORMAT_PREFIXES = ("key.", "value.", "")
-FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
-           "maxwell-json")  # fmt: skip
-SUPPORTED_FORMATS = ("json", "csv", "raw")
+# Keys (or key prefixes ending in '.') the seeds document that this project does not support,
+# with the reason shown to the user instead of a plain "unknown option".
+UNSUPPORTED_OPTIONS: dict[str, str] = {
+    "scan.max.pre.fetch.records": "schema inference is not supported; declare the columns",
+    "schema.inference.strategy": "schema inference is not supported; declare the columns",
+    "scan.value.initial-schemas.ddls": "schema inference is not supported; declare the columns",
+    "metadata.list": "declare metadata columns ('METADATA FROM ...') instead",
+    "partition.strategy": "use 'sink.partitioner'",
+    "sink.tableId-to-topic.mapping": "CDC table routing is not supported; use one table per topic",
+    "type": "use 'connector'",
+    "scan.parallelism": "read tasks are planned from offset ranges (one or more per partition)",
+}
 
-_BY_KEY: dict[str, ConfigOption] = {}
-for _o in OPTIONS:
-    _BY_KEY[_o.key] = _o
-    for _d in _o.deprecated_keys:
-        _BY_KEY[_d] = _o
+
+def _build_index() -> dict[str, ConfigOption]:
+    index: dict[str, ConfigOption] = {}
+    for option in OPTIONS:
+        index[option.key] = option
+        for old in option.deprecated_keys:
+            index[old] = option
+    return index
+
+
+_BY_KEY = _build_index()
 
 
 def find_option(key: str) -> ConfigOption | None:
@@ -228,25 +314,39 @@ def find_option(key: str) -> ConfigOption | None:
     return None
 
 
-def is_format_option(key: str) -> bool:
-    """True for per-format options such as ``json.ignore-parse-errors``, ``key.csv.x``."""
-    for prefix in _FORMAT_PREFIXES:
-        rest = key[len(prefix) :] if key.startswith(prefix) else None
-        if rest is None:
-            continue
-        head, _, tail = rest.partition(".")
-        if head in FORMATS and tail:
-            return True
-    return False
+def unsupported_reason(key: str) -> str | None:
+    """Why a key the seeds document is not supported here, or None if it is not one of them."""
+    if key in UNSUPPORTED_OPTIONS:
+        return UNSUPPORTED_OPTIONS[key]
+    for prefix, reason in UNSUPPORTED_OPTIONS.items():
+        if prefix.endswith(".") and key.startswith(prefix):
+            return reason
+    return None
+
+
+def closest(key: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``key`` when one is close enough to be a typo, else None."""
+    by_lower = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None
+
+
+def did_you_mean(key: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+    close = closest(key, candidates)
+    return f" (did you mean '{close}'?)" if close else ""
 
 
 def unknown_key_error(keys: list[str]) -> KafkaOptionsError:
     """An error naming unknown keys, each with a 'did you mean' hint where one is close."""
-    known = [o.key for o in OPTIONS if not o.prefix]
+    known = [o.key for o in OPTIONS if not o.prefix] + ["sink.semantic"]
     parts = []
     for key in keys:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        parts.append(f"'{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        reason = unsupported_reason(key)
+        if reason is not None:
+            parts.append(f"'{key}' (not supported: {reason})")
+        else:
+            parts.append(f"'{key}'" + did_you_mean(key, known))
     return KafkaOptionsError(
         f"Unsupported option(s): {', '.join(parts)}. See docs/options.md for the supported "
         f"options; Kafka client settings go under 'properties.*'.",
@@ -254,14 +354,21 @@ def unknown_key_error(keys: list[str]) -> KafkaOptionsError:
     )
 
 
+_SEMANTIC_SPELLINGS = {"exactly_once": "exactly-once", "at_least_once": "at-least-once"}
+
+
 def parse_value(option: ConfigOption, key: str, options: Mapping[str, str]) -> Any:
-    """The parsed value of ``key`` in ``options``, or of the option's default when absent."""
+    """The parsed value of ``key`` in ``options``, or of the option's default when absent.
+
+    A deprecated key is read when the current key is absent; the legacy ``sink.semantic``
+    also accepts Java's ``EXACTLY_ONCE``-style spellings.
+    """
     text = options.get(key)
     if text is None:
         for old in option.deprecated_keys:
             if old in options:
-                text = options[old]
-                key = old
+                key, text = old, options[old]
+                text = _SEMANTIC_SPELLINGS.get(text.strip().lower(), text)
                 break
     if text is None:
         text = option.default

@@ -1,0 +1,261 @@
+"""Key and value formats and their own options (``json.*``, ``key.json.*``, ``value.csv.*``).
+
+Each supported format declares its options once, like the connector options; every
+format-shaped key of a table must belong to a declared format, be a known option of it and
+parse, or the table is rejected naming the key.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import KafkaOptionsError
+from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
+
+FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
+           "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
+SUPPORTED_FORMATS = ("json", "csv", "raw")
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A key or value format and its own options.
+
+    ``options`` holds the options as written, prefix removed (``ignore-parse-errors``);
+    ``settings`` holds every option of the format parsed, defaults applied (booleans as bool,
+    CSV characters unescaped).
+
+    Example:
+        >>> FormatSpec("json", {"ignore-parse-errors": "true"}).name
+        'json'
+    """
+
+    name: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def ignore_parse_errors(self) -> bool:
+        """True when the format skips records it cannot decode (``ignore-parse-errors``)."""
+        return bool(self.settings.get("ignore-parse-errors", False))
+
+
+_JAVA_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|([tnrbf0\\'\"]))")
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", "0": "\0",
+                   "\\": "\\", "'": "'", '"': '"'}  # fmt: skip
+
+
+def _unescape_java(key: str, text: str) -> str:
+    """Java-style escapes (``\\t``, ``\\u0001``) as Flink's CSV format applies to delimiters."""
+    out, pos = [], 0
+    while (slash := text.find("\\", pos)) >= 0:
+        m = _JAVA_ESCAPE.match(text, slash)
+        if m is None:
+            raise KafkaOptionsError(f"Option '{key}' has an invalid escape sequence.", keys=(key,))
+        out.append(text[pos:slash])
+        out.append(chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES[m.group(2)])
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _char(unescape: bool) -> Any:
+    def parse(key: str, text: str) -> str:
+        value = _unescape_java(key, text) if unescape else text
+        if len(value) != 1:
+            raise KafkaOptionsError(
+                f"Option '{key}' must be a single character (e.g. ',' or '\\t'), but has "
+                f"{len(value)}.",
+                keys=(key,),
+            )
+        return value
+
+    return parse
+
+
+def _charset(key: str, text: str) -> str:
+    try:
+        codecs.lookup(text.strip())
+    except LookupError:
+        raise KafkaOptionsError(
+            f"Option '{key}' names an unknown charset: {text[:40]!r}.", keys=(key,)
+        ) from None
+    return text.strip()
+
+
+def _fo(key: str, type_: str, default: str | None, description: str, parse: Any) -> ConfigOption:
+    return ConfigOption(key, type_, default, description, parse=parse, section="Format")
+
+
+FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
+    "json": (
+        _fo("fail-on-missing-field", "Boolean", "false",
+            "Fail on a record that lacks a declared field (else the field is null).", parse_bool),
+        _fo("ignore-parse-errors", "Boolean", "false",
+            "Skip records that fail to parse (collected as dirty data) instead of failing.",
+            parse_bool),
+        _fo("timestamp-format.standard", "Enum", "SQL",
+            "Timestamp text: 'SQL' (2020-12-30 12:13:14.123) or 'ISO-8601' "
+            "(2020-12-30T12:13:14.123).", parse_choice("SQL", "ISO-8601")),
+        _fo("map-null-key.mode", "Enum", "FAIL",
+            "Encoding a MAP with a null key: FAIL, DROP the entry, or LITERAL (see "
+            "map-null-key.literal).", parse_choice("FAIL", "DROP", "LITERAL")),
+        _fo("map-null-key.literal", "String", "null",
+            "The key text written for null map keys in LITERAL mode.", parse_string),
+        _fo("encode.decimal-as-plain-number", "Boolean", "false",
+            "Write DECIMAL as plain digits, never in scientific notation.", parse_bool),
+        _fo("encode.ignore-null-fields", "Boolean", "false",
+            "Leave out fields whose value is null when encoding.", parse_bool),
+    ),
+    "csv": (
+        _fo("field-delimiter", "String", ",",
+            "Field separator, one character; Java escapes such as '\\t' or '\\u0001' allowed.",
+            _char(unescape=True)),
+        _fo("disable-quote-character", "Boolean", "false",
+            "Do not quote fields; exclusive with 'quote-character'.", parse_bool),
+        _fo("quote-character", "String", '"', "Character that encloses fields.", _char(False)),
+        _fo("allow-comments", "Boolean", "false", "Skip lines starting with '#'.", parse_bool),
+        _fo("ignore-parse-errors", "Boolean", "false",
+            "Skip records that fail to parse (collected as dirty data) instead of failing.",
+            parse_bool),
+        _fo("array-element-delimiter", "String", ";", "Separator of ARRAY elements.",
+            parse_string),
+        _fo("escape-character", "String", None, "Escape character (none by default).",
+            _char(False)),
+        _fo("null-literal", "String", None, "Text read and written as SQL NULL.", parse_string),
+        _fo("write-bigdecimal-in-scientific-notation", "Boolean", "true",
+            "Write DECIMAL in scientific notation when shorter.", parse_bool),
+    ),
+    "raw": (
+        _fo("charset", "String", "UTF-8", "Charset of text values.", _charset),
+        _fo("endianness", "Enum", "big-endian", "Byte order of numbers: big-endian or "
+            "little-endian.", parse_choice("big-endian", "little-endian")),
+    ),
+}  # fmt: skip
+
+# Vendor (data-ingestion) JSON options the seeds document; they drive schema inference.
+UNSUPPORTED_FORMAT_OPTIONS = {
+    "json": ("infer-schema.", "decode.parser-table-id.fields"),
+}
+
+
+def format_key_parts(key: str) -> tuple[str, str, str] | None:
+    """Split ``[key.|value.]<format>.<option>`` into (side prefix, format, option), else None."""
+    for side in ("key.", "value.", ""):
+        if side and not key.startswith(side):
+            continue
+        head, dot, tail = key[len(side) :].partition(".")
+        if dot and head in FORMATS and tail:
+            return side, head, tail
+    return None
+
+
+def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> FormatSpec:
+    """Validate the format named by ``option_key`` and collect its own options.
+
+    The value format's options are written ``<format>.x`` or ``value.<format>.x``; the key
+    format's ``key.<format>.x``.
+    """
+    if name not in SUPPORTED_FORMATS:
+        allowed = ", ".join(f"'{f}'" for f in SUPPORTED_FORMATS)
+        known = " (a Flink format this project does not support yet)" if name in FORMATS else ""
+        raise KafkaOptionsError(
+            f"Unsupported value for option '{option_key}': {name[:40]!r}{known}. Supported "
+            f"formats are {allowed}.",
+            keys=(option_key,),
+        )
+    side = "key." if option_key == "key.format" else "value."
+    prefixes = (side,) if side == "key." else ("", "value.")
+    declared = {o.key: o for o in FORMAT_OPTIONS[name]}
+    raw: dict[str, str] = {}
+    written: dict[str, str] = {}
+    for key, text in opts.items():
+        parts = format_key_parts(key)
+        if parts is None or parts[0] not in prefixes or parts[1] != name:
+            continue
+        option = parts[2]
+        if option not in declared:
+            raise _unknown_format_option(key, name, option, declared)
+        if option in raw:
+            raise KafkaOptionsError(
+                f"Options '{written[option]}' and '{key}' set the same {name} option.",
+                keys=(written[option], key),
+            )
+        raw[option], written[option] = text, key
+    settings = {
+        o.key: o.parse(written.get(o.key, o.key), value)
+        for o in FORMAT_OPTIONS[name]
+        if (value := raw.get(o.key, o.default)) is not None
+    }
+    _check_rules(name, settings, raw, written)
+    return FormatSpec(name=name, options=raw, settings=settings)
+
+
+def _unknown_format_option(
+    key: str, name: str, option: str, declared: Mapping[str, ConfigOption]
+) -> KafkaOptionsError:
+    for unsupported in UNSUPPORTED_FORMAT_OPTIONS.get(name, ()):
+        if option == unsupported or (unsupported.endswith(".") and option.startswith(unsupported)):
+            return KafkaOptionsError(
+                f"Option '{key}' is not supported: it configures schema inference of data "
+                f"ingestion; declare the table's columns instead.",
+                keys=(key,),
+            )
+    close = closest(option, declared)
+    hint = f" (did you mean '{key[: len(key) - len(option)]}{close}'?)" if close else ""
+    allowed = ", ".join(declared)
+    return KafkaOptionsError(
+        f"Unsupported option '{key}' for format '{name}'{hint}. Options of '{name}': {allowed}.",
+        keys=(key,),
+    )
+
+
+def _check_rules(
+    name: str, settings: dict[str, Any], raw: Mapping[str, str], written: Mapping[str, str]
+) -> None:
+    if name == "json" and settings["fail-on-missing-field"] and settings["ignore-parse-errors"]:
+        keys = (written["fail-on-missing-field"], written["ignore-parse-errors"])
+        raise KafkaOptionsError(
+            f"Options '{keys[0]}' and '{keys[1]}' shouldn't both be true.", keys=keys
+        )
+    if name == "csv":
+        if settings["disable-quote-character"] and "quote-character" in raw:
+            keys = (written["disable-quote-character"], written["quote-character"])
+            raise KafkaOptionsError(
+                f"Format cannot define a quote character ('{keys[1]}') and disable the quote "
+                f"character ('{keys[0]}') at the same time.",
+                keys=keys,
+            )
+        if settings["disable-quote-character"]:
+            settings["quote-character"] = None
+
+
+def check_format_keys(opts: Mapping[str, str], value_format: str, key_format: str | None) -> None:
+    """Every format-shaped key must belong to the table's value or key format."""
+    for key in opts:
+        parts = format_key_parts(key)
+        if parts is None:
+            continue
+        side, name, _ = parts
+        if side == "key.":
+            if key_format is None:
+                raise KafkaOptionsError(
+                    f"Option '{key}' configures the key format, but 'key.format' is not set.",
+                    keys=(key, "key.format"),
+                )
+            if name != key_format:
+                raise KafkaOptionsError(
+                    f"Option '{key}' configures format '{name}', but the key format is "
+                    f"'{key_format}'.",
+                    keys=(key, "key.format"),
+                )
+        elif name != value_format:
+            raise KafkaOptionsError(
+                f"Option '{key}' configures format '{name}', but the value format is "
+                f"'{value_format}'.",
+                keys=(key, "value.format"),
+            )
