@@ -53,7 +53,7 @@ def _produce_batches(
     from confluent_kafka import Producer
 
     producer = Producer(dict(config))
-    state = {"failed": 0, "error": None, "bytes": 0}
+    state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is not None:

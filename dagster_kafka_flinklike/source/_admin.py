@@ -33,7 +33,8 @@ class KafkaAdmin:
         self.read_committed = (
             self._properties.get("isolation.level", "read_committed") == "read_committed"
         )
-        self.client = AdminClient(client_config(self._properties, role="admin"))
+        admin_config: dict[str, Any] = dict(client_config(self._properties, role="admin"))
+        self.client = AdminClient(admin_config)
 
     # -- subscription -------------------------------------------------------------------------
     def partitions(

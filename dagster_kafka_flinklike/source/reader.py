@@ -132,13 +132,13 @@ def read_split(
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        done = done or message.offset() >= stop
+                        done = done or (message.offset() or 0) >= stop
                         continue
                     raise OffsetsError(
                         f"Reading {split.topic}-{split.partition} failed at offset "
                         f"{message.offset()}: {error.str()}"
                     )
-                offset = message.offset()
+                offset = message.offset() or 0
                 if offset >= stop:
                     done = True
                     break

@@ -112,7 +112,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
     table = decoded.select(*selected, F.col(ERROR), *provenance)
     computed = [c for c in spec.columns if c.expression is not None]
     if computed:
-        table = table.select("*", *[F.expr(c.expression).alias(c.name) for c in computed])
+        table = table.select("*", *[F.expr(c.expression or "").alias(c.name) for c in computed])
         order = [c.name for c in spec.columns]
         table = table.select(*order, ERROR, *PROVENANCE)
     return table
