@@ -44,7 +44,6 @@ class SourceRead:
     bytes_in: int
     dirty: int
     dirty_samples: list[dict[str, Any]]
-    newest_timestamp_ms: int | None
     read_s: float
 
 
@@ -102,7 +101,6 @@ class KafkaRun:
             bytes_in=stats["bytes"],
             dirty=stats["dirty"],
             dirty_samples=[],
-            newest_timestamp_ms=None,
             read_s=time.monotonic() - began,
         )
         self.sources[name] = read
@@ -136,21 +134,19 @@ class KafkaRun:
         first = samples[0]
         where = f"{first['topic']}-{first['partition']}@{first['offset']}"
         spec = read.spec
-        if not spec.ignore_errors:
-            raise DeserializationError(
-                f"{read.dirty} record(s) of source {read.name!r} could not be decoded (first at "
-                f"{where}: {first['error']}). Nothing was written and the checkpoint did not "
-                f"advance. Set 'ingestion.ignore-errors' = 'true' to skip and collect them.",
-                topic=first["topic"],
-                partition=first["partition"],
-                offset=first["offset"],
-            )
         limit = spec.error_tolerance_max_count
-        if limit >= 0 and read.dirty > limit:
+        reason = None
+        if not spec.ignore_errors:
+            reason = (
+                f"could not be decoded (first at {where}: {first['error']}); set "
+                f"'ingestion.ignore-errors' = 'true' to skip and collect them"
+            )
+        elif limit >= 0 and read.dirty > limit:
+            reason = f"exceed 'ingestion.error-tolerance.max-count' = {limit} (first at {where})"
+        if reason is not None:
             raise DeserializationError(
-                f"{read.dirty} dirty record(s) in source {read.name!r} exceed "
-                f"'ingestion.error-tolerance.max-count' = {limit} (first at {where}). Nothing "
-                f"was written and the checkpoint did not advance.",
+                f"{read.dirty} dirty record(s) of source {read.name!r} {reason}. Nothing was "
+                f"written and the checkpoint did not advance.",
                 topic=first["topic"],
                 partition=first["partition"],
                 offset=first["offset"],
