@@ -74,7 +74,7 @@ class KafkaRun:
         """
         began = time.monotonic()
         properties = self.properties_for(spec)
-        admin = KafkaAdmin(properties)
+        admin = KafkaAdmin(properties, group_id=spec.effective_group_id)
         if spec.check_duplicated_group_id and admin.active_members():
             raise KafkaOptionsError(
                 f"Consumer group {admin.group_id!r} has active members and "

@@ -27,9 +27,9 @@ class KafkaAdmin:
     Implements :class:`~dagster_kafka_flinklike.source.offsets.OffsetsRetriever`.
     """
 
-    def __init__(self, properties: Mapping[str, str]) -> None:
+    def __init__(self, properties: Mapping[str, str], group_id: str | None = None) -> None:
         self._properties = dict(properties)
-        self.group_id = self._properties.get("group.id")
+        self.group_id = group_id or self._properties.get("group.id")
         self.read_committed = (
             self._properties.get("isolation.level", "read_committed") == "read_committed"
         )
