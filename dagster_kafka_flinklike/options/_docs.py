@@ -57,7 +57,8 @@ Deliberate differences from Apache Flink's Kafka connector:
 - `upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are rejected
   for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.
 - The dirty-data options of the vendor's YAML data ingestion (`ingestion.ignore-errors`,
-  `ingestion.error-tolerance.max-count`) apply to every table here, SQL tables included.
+  `ingestion.error-tolerance.max-count`) apply to every table here, SQL tables included;
+  `ingestion.dead-letter.topic` is this project's own addition.
 - Client properties are librdkafka's: Java client settings are translated where librdkafka has an
   equivalent, and rejected (naming the option) where it has none (see "Kafka client properties").
   JKS truststores and keystores cannot be read: use PEM files (a PKCS#12 keystore works).

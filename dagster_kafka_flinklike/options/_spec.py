@@ -132,6 +132,7 @@ class KafkaTableSpec:
     role: str | None = None
     sink_buffer_flush_max_rows: int = 0
     sink_buffer_flush_interval_ms: int = 0
+    dead_letter_topic: str | None = None
 
     @classmethod
     def from_options(
@@ -293,6 +294,7 @@ class KafkaTableSpec:
             role=role,
             sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
             sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
+            dead_letter_topic=parsed["ingestion.dead-letter.topic"],
         )
 
     @property

@@ -277,6 +277,10 @@ OPTIONS: tuple[ConfigOption, ...] = (
     _opt("ingestion.error-tolerance.max-count", "Integer", "-1",
          "With 'ingestion.ignore-errors', fail the run when more dirty records than this are "
          "skipped; -1 means no limit.", parse=parse_int, roles=("source",), section="Dirty data"),
+    _opt("ingestion.dead-letter.topic", "String", None,
+         "Also write every skipped dirty record to this topic: raw key and value, with the source "
+         "topic, partition, offset and the error in headers.", roles=("source",),
+         section="Dirty data"),
 )  # fmt: skip
 
 # Keys (or key prefixes ending in '.') the seeds document that this project does not support,
