@@ -53,6 +53,11 @@ Deliberate differences from Apache Flink's Kafka connector:
 - A PRIMARY KEY on a `kafka` (not upsert) table is accepted, as the managed Flink service in the
   reference documents does; it is kept in the spec and does not change reading or writing.
 - `value.fields-prefix` (a vendor option) requires every value column to carry the prefix.
+- `scan.startup.mode` = `specific-offsets`: unlisted partitions start at the group's committed
+  offset, else as `properties.auto.offset.reset` says, else at the earliest offset;
+  `scan.bounded.mode` = `specific-offsets` stops unlisted partitions at the end of the log.
+- An explicit partition set (Flink's DataStream `setPartitions`) is a Python argument of the
+  planner, not a table option.
 - `sink.partitioner` takes a Python class path instead of a Java class.
 - `upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are rejected
   for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.

@@ -8,13 +8,18 @@ One small strategy per mode, built with Flink's factory names (``earliest()``, `
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
 from ..errors import OffsetsError
 
 TopicPartition = tuple[str, int]
+
+_START_HINT = (
+    "set 'properties.auto.offset.reset' to 'earliest' or 'latest', or choose another "
+    "'scan.startup.mode'"
+)
 
 
 class OffsetResetStrategy(StrEnum):
@@ -26,7 +31,12 @@ class OffsetResetStrategy(StrEnum):
 
 
 class OffsetsRetriever(Protocol):
-    """Broker facts an initializer needs; implemented over confluent-kafka's AdminClient."""
+    """Broker facts an initializer needs; implemented over confluent-kafka's AdminClient.
+
+    ``group_id`` is the consumer group whose committed offsets are read (None when unset).
+    """
+
+    group_id: str | None
 
     def committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets; partitions without one are absent."""
@@ -40,11 +50,22 @@ class OffsetsRetriever(Protocol):
         """The end of each partition: the last stable offset under read_committed."""
         ...
 
+    def high_watermarks(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The high watermark of each partition, whatever the isolation level."""
+        ...
+
     def offsets_for_times(
         self, partitions: Sequence[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int]:
         """The first offset whose timestamp is >= ``timestamp_ms`` (the end when none is)."""
         ...
+
+
+def describe_partitions(partitions: Sequence[TopicPartition], limit: int = 10) -> str:
+    """``topic-partition`` names for messages, the first ``limit`` of them."""
+    names = ", ".join(f"{t}-{p}" for t, p in partitions[:limit])
+    more = len(partitions) - limit
+    return f"{names} (and {more} more)" if more > 0 else names
 
 
 class OffsetsInitializer:
@@ -73,10 +94,14 @@ class OffsetsInitializer:
 
     @staticmethod
     def committed_offsets(
-        reset: OffsetResetStrategy = OffsetResetStrategy.NONE,
+        reset: OffsetResetStrategy = OffsetResetStrategy.NONE, *, hint: str = _START_HINT
     ) -> OffsetsInitializer:
-        """The consumer group's committed offsets, ``reset`` where there is none."""
-        return CommittedOffsetsInitializer(reset)
+        """The consumer group's committed offsets, ``reset`` where there is none.
+
+        ``hint`` ends the error raised when a partition has no committed offset and ``reset`` is
+        ``NONE``: what the user can change.
+        """
+        return CommittedOffsetsInitializer(reset, hint)
 
     @staticmethod
     def timestamp(timestamp_ms: int) -> OffsetsInitializer:
@@ -88,8 +113,13 @@ class OffsetsInitializer:
         offsets: Mapping[TopicPartition, int],
         fallback: OffsetsInitializer | None = None,
     ) -> OffsetsInitializer:
-        """Explicit offsets; partitions not listed use ``fallback`` (committed offsets)."""
-        return SpecificOffsetsInitializer(dict(offsets), fallback or CommittedOffsetsInitializer())
+        """Explicit offsets; partitions not listed use ``fallback``.
+
+        The default fallback is Flink's: the committed offset, else the log start.
+        """
+        return SpecificOffsetsInitializer(
+            dict(offsets), fallback or CommittedOffsetsInitializer(OffsetResetStrategy.EARLIEST)
+        )
 
 
 @dataclass(frozen=True, repr=True)
@@ -113,18 +143,18 @@ class CommittedOffsetsInitializer(OffsetsInitializer):
     """The group's committed offsets; the reset strategy for partitions without one."""
 
     reset: OffsetResetStrategy = OffsetResetStrategy.NONE
+    hint: str = field(default=_START_HINT, repr=False, compare=False)
 
     def get_offsets(self, partitions, retriever):  # type: ignore[no-untyped-def]
         if not partitions:
             return {}
-        result = retriever.committed_offsets(partitions)
+        result = dict(retriever.committed_offsets(partitions))
         missing = [tp for tp in partitions if tp not in result]
         if missing and self.reset == OffsetResetStrategy.NONE:
-            names = ", ".join(f"{t}-{p}" for t, p in missing[:10])
+            group = getattr(retriever, "group_id", None)
             raise OffsetsError(
-                f"No committed offset for partition(s) {names} of the consumer group and no "
-                f"reset strategy: set 'properties.auto.offset.reset' to 'earliest' or 'latest', "
-                f"or use another 'scan.startup.mode'."
+                f"Consumer group {group!r} has no committed offset for partition(s) "
+                f"{describe_partitions(missing)} and no reset strategy is set: {self.hint}."
             )
         if missing:
             fill = (
