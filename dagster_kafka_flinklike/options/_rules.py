@@ -195,6 +195,10 @@ def sink_rules(
             f"class path such as 'mypkg.partitioners.ByRegion', got {partitioner[:60]!r}.",
             keys=("sink.partitioner",),
         )
+    if partitioner not in ("default", "fixed", "round-robin"):
+        from ..sink.partitioners import load_partitioner
+
+        load_partitioner(partitioner)  # a bad class fails when the table is declared
     if partitioner == "round-robin" and key_fields and "key.fields" in opts:
         raise KafkaOptionsError(
             "Currently 'round-robin' partitioner only works when option 'key.fields' is not "

@@ -1,9 +1,35 @@
-"""Sink partitioners: where a record goes, matching the Java client (and so Flink) for keys."""
+"""Sink partitioners (``sink.partitioner``): which Kafka partition each record goes to.
+
+``default`` places keyed records where the Java client (and so Flink) would — murmur2 of the key
+bytes — and spreads null keys; ``fixed`` sends all records of a Spark task to one partition
+(task index modulo the partition count, as Flink's ``FlinkFixedPartitioner``); ``round-robin``
+cycles a task's records over all partitions; a dotted class path names a user
+:class:`KafkaPartitioner`.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..errors import KafkaOptionsError
+
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+_OPTION = "sink.partitioner"
+
+#: librdkafka's partitioner that equals the Java client's for keyed records (random for null).
+LIBRDKAFKA_DEFAULT = "murmur2_random"
+
+#: The ``sink.partitioner`` values that name a built-in partitioner.
+BUILT_IN = ("default", "fixed", "round-robin")
+
+#: Partition value that lets the producer's own partitioner (:data:`LIBRDKAFKA_DEFAULT`) choose.
+UNASSIGNED = -1
 
 
 def murmur2(key: bytes) -> int:
@@ -46,5 +72,183 @@ def java_default_partition(key: bytes, num_partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
 
 
-#: librdkafka's partitioner that equals the Java client's for keyed records (random for null).
-LIBRDKAFKA_DEFAULT = "murmur2_random"
+class KafkaPartitioner(ABC):
+    """A user partitioner for ``sink.partitioner`` = ``'my.module.MyPartitioner'``.
+
+    The Python counterpart of Flink's ``FlinkKafkaPartitioner``: one instance per writing Spark
+    task, built with no arguments, opened once, then asked for every record's partition. The
+    class must be importable where the Spark tasks run. Subclassing is optional: any class with
+    these methods will do (``open`` may be left out).
+
+    Example:
+        >>> class ByValueParity(KafkaPartitioner):
+        ...     def partition(self, key, value, partitions):
+        ...         return partitions[len(value or b"") % 2 % len(partitions)]
+        >>> ByValueParity().partition(None, b"ab", [0, 1, 2])
+        0
+    """
+
+    def open(self, task_index: int, num_tasks: int) -> None:  # noqa: B027 - optional hook
+        """Called once per task before any record: the task's index and the number of tasks."""
+
+    @abstractmethod
+    def partition(self, key: bytes | None, value: bytes | None, partitions: Sequence[int]) -> int:
+        """The partition of one record: one of ``partitions`` (the topic's, ascending)."""
+
+
+def load_partitioner(path: str) -> type:
+    """Import the partitioner class ``path`` (``package.module.Class``) and check its shape.
+
+    Call it when a table is declared so a bad ``sink.partitioner`` fails early.
+
+    Example:
+        >>> load_partitioner("mypkg.partitioners.ByRegion")  # doctest: +SKIP
+        <class 'mypkg.partitioners.ByRegion'>
+
+    Raises:
+        KafkaOptionsError: the module or class cannot be found, or the class cannot serve as a
+            partitioner (no ``partition`` method, abstract, or its constructor needs arguments).
+    """
+    module_name, _, class_name = path.strip().rpartition(".")
+    where = f"Option 'sink.partitioner' = {path!r}"
+    if not module_name or not class_name:
+        raise KafkaOptionsError(
+            f"{where} is not a class path: write 'package.module.ClassName', or use one of "
+            f"{', '.join(repr(b) for b in BUILT_IN)}.",
+            keys=(_OPTION,),
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise KafkaOptionsError(
+            f"{where}: module {module_name!r} cannot be imported ({exc}). Install it where the "
+            f"Dagster code location and the Spark executors run.",
+            keys=(_OPTION,),
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not inspect.isclass(cls):
+        raise KafkaOptionsError(
+            f"{where}: module {module_name!r} has no class {class_name!r}.", keys=(_OPTION,)
+        )
+    if not callable(getattr(cls, "partition", None)) or inspect.isabstract(cls):
+        raise KafkaOptionsError(
+            f"{where}: {class_name} does not implement KafkaPartitioner: it needs a concrete "
+            f"method partition(key, value, partitions) -> int.",
+            keys=(_OPTION,),
+        )
+    opener = getattr(cls, "open", None)
+    if opener is not None and not callable(opener):
+        raise KafkaOptionsError(
+            f"{where}: {class_name}.open must be a method open(task_index, num_tasks).",
+            keys=(_OPTION,),
+        )
+    try:
+        inspect.signature(cls).bind()
+    except TypeError:
+        raise KafkaOptionsError(
+            f"{where}: {class_name} must be constructible without arguments (one instance is "
+            f"built per writing task).",
+            keys=(_OPTION,),
+        ) from None
+    except ValueError:  # no introspectable signature (a builtin): instantiation will tell
+        pass
+    return cls
+
+
+@dataclass(frozen=True)
+class SinkPartitioner:
+    """The ``sink.partitioner`` of one write, resolved on the driver and shipped to every task.
+
+    ``partitions`` are the topic's partition ids, ascending (empty for ``default``, which needs
+    no lookup); ``custom`` is the user class for a class path. :meth:`open` gives each task its
+    :class:`TaskPartitioner`.
+
+    Example:
+        >>> p = SinkPartitioner.resolve("fixed", "orders", [0, 1, 2])
+        >>> p.open(task_index=4, num_tasks=5).assign([b"k"], [b"v"])
+        1
+    """
+
+    name: str
+    topic: str
+    partitions: tuple[int, ...] = ()
+    custom: type | None = None
+
+    @classmethod
+    def resolve(cls, option: str, topic: str, partitions: Iterable[int] = ()) -> SinkPartitioner:
+        """The partitioner named by the option value ``option`` for ``topic``'s ``partitions``.
+
+        Raises:
+            KafkaOptionsError: a class path that :func:`load_partitioner` rejects, or a
+                partitioner other than ``default`` without the topic's partitions.
+        """
+        name = option.strip()
+        custom = None if name in BUILT_IN else load_partitioner(name)
+        ordered = tuple(sorted(partitions))
+        if name != "default" and not ordered:
+            raise KafkaOptionsError(
+                f"'sink.partitioner' = {name!r} needs the partitions of topic {topic!r}, "
+                f"but none are known.",
+                keys=(_OPTION,),
+            )
+        return cls(name=name, topic=topic, partitions=ordered, custom=custom)
+
+    def open(self, task_index: int, num_tasks: int) -> TaskPartitioner:
+        """The partitioner of one writing task (for a user class: a new, opened instance)."""
+        instance = None
+        if self.custom is not None:
+            instance = self.custom()
+            opener = getattr(instance, "open", None)
+            if opener is not None:
+                opener(task_index, num_tasks)
+        return TaskPartitioner(self, task_index, instance)
+
+
+class TaskPartitioner:
+    """Partitions of one task's records, a batch at a time (built by :meth:`SinkPartitioner.open`).
+
+    :meth:`assign` answers an int for a whole batch (one partition, or :data:`UNASSIGNED` to let
+    the producer hash the key) or an iterable with one partition per record.
+    """
+
+    def __init__(self, spec: SinkPartitioner, task_index: int, instance: object | None) -> None:
+        self.spec = spec
+        self.task_index = task_index
+        self._instance = instance
+        parts = spec.partitions
+        self._constant: int | None = None
+        self._cycle: Iterator[int] | None = None
+        if spec.name == "default":
+            self._constant = UNASSIGNED
+        elif spec.name == "fixed":
+            self._constant = parts[task_index % len(parts)]
+        elif spec.name == "round-robin":
+            start = task_index % len(parts)
+            self._cycle = itertools.cycle(parts[start:] + parts[:start])
+        self._allowed = frozenset(parts)
+
+    def assign(
+        self, keys: Sequence[bytes | None], values: Sequence[bytes | None]
+    ) -> int | Iterable[int]:
+        """Partition(s) of a batch of records given as parallel ``keys`` and ``values`` lists.
+
+        A round-robin answer is an endless iterator: zip it after the batch's own columns.
+
+        Raises:
+            KafkaOptionsError: a user partitioner returned a partition the topic does not have.
+        """
+        if self._constant is not None:
+            return self._constant
+        if self._cycle is not None:
+            return self._cycle
+        partition = self._instance.partition  # type: ignore[union-attr]
+        parts = self.spec.partitions
+        chosen = [partition(k, v, parts) for k, v in zip(keys, values, strict=True)]
+        if not self._allowed.issuperset(chosen):
+            bad = next(p for p in chosen if p not in self._allowed)
+            raise KafkaOptionsError(
+                f"Partitioner {self.spec.name} ('sink.partitioner') returned partition {bad!r}, "
+                f"but topic {self.spec.topic!r} has partitions {list(parts)}.",
+                keys=(_OPTION,),
+            )
+        return chosen

@@ -2,19 +2,23 @@
 
 ``none`` fires and forgets (failures counted and logged); ``at-least-once`` checks every delivery
 report and fails the task — and so the run, before any checkpoint advances — on the first
-failure.
+failure. :func:`produce_batches` is the produce loop itself, usable with any producer (the
+transactional writer drives it on the driver).
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DeliveryError
+from ..errors import DeliveryError, KafkaConnectorError, KafkaOptionsError
 from ..options import DeliveryGuarantee, client_config
-from .partitioners import LIBRDKAFKA_DEFAULT
+from .partitioners import LIBRDKAFKA_DEFAULT, SinkPartitioner, TaskPartitioner
+from .serializer import SEQUENCE
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -22,6 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _RESULT_SCHEMA = "records long, bytes long, failed long, error string, send_ms double"
 _FLUSH_TIMEOUT_S = 300.0
+_METADATA_TIMEOUT_S = 30.0
+_TASK_ERRORS: dict[str, type[KafkaConnectorError]] = {
+    "DeliveryError": DeliveryError,
+    "KafkaOptionsError": KafkaOptionsError,
+    "KafkaConnectorError": KafkaConnectorError,
+}
+_TASK_ERROR = re.compile(r"\b(" + "|".join(_TASK_ERRORS) + r"): (.+)")
+_OPTION_KEY = re.compile(r"'(sink\.[a-z.-]+)'")
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.+?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -35,10 +48,51 @@ class WriteResult:
     send_ms: float
 
 
-def producer_config(
-    properties: Mapping[str, str], guarantee: DeliveryGuarantee, partitioner: str = "default"
-) -> dict[str, Any]:
-    """librdkafka producer settings for a sink's ``properties.*`` and delivery guarantee."""
+@dataclass(frozen=True)
+class ProduceCounts:
+    """What :func:`produce_batches` handed to the producer: records and key+value bytes."""
+
+    records: int
+    bytes: int
+
+
+class DeliveryReport:
+    """A delivery-report callback that counts failures (pass it as ``on_delivery``).
+
+    Successful deliveries cost one comparison; a failure records its count, bytes and the first
+    error message.
+
+    Example:
+        >>> report = DeliveryReport()
+        >>> report(None, object())
+        >>> report.failed, report.has_failed()
+        (0, False)
+    """
+
+    __slots__ = ("failed", "failed_bytes", "first_error")
+
+    def __init__(self) -> None:
+        self.failed = 0
+        self.failed_bytes = 0
+        self.first_error: str | None = None
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+            self.failed_bytes += len(msg.value() or b"") + len(msg.key() or b"")
+            if self.first_error is None:
+                self.first_error = str(err)
+
+    def has_failed(self) -> bool:
+        """Whether any delivery failed so far (a ``stop`` predicate for fail-fast writes)."""
+        return self.failed > 0
+
+
+def producer_config(properties: Mapping[str, str], guarantee: DeliveryGuarantee) -> dict[str, Any]:
+    """librdkafka producer settings for a sink's ``properties.*`` and delivery guarantee.
+
+    Keyed records without an explicit partition are hashed as the Java client hashes them.
+    """
     config: dict[str, Any] = {"partitioner": LIBRDKAFKA_DEFAULT, "linger.ms": 5}
     if guarantee != DeliveryGuarantee.NONE:
         config.update({"acks": "all", "enable.idempotence": True})
@@ -46,72 +100,314 @@ def producer_config(
     return config
 
 
-def _produce_batches(
-    batches: Iterator[pa.RecordBatch], topic: str, config: Mapping[str, Any], fail_fast: bool
-) -> Iterator[pa.RecordBatch]:
-    import pyarrow as pa
-    from confluent_kafka import Producer
+def topic_partitions(properties: Mapping[str, str], topic: str) -> tuple[int, ...]:
+    """The partition ids of ``topic``, ascending, from the cluster's metadata.
 
-    producer = Producer(dict(config))
-    state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
+    Raises:
+        DeliveryError: the topic does not exist or its metadata cannot be read.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    config: dict[str, Any] = dict(client_config(properties, role="admin"))
+    return partitions_of(AdminClient(config), topic)
+
+
+def partitions_of(client: Any, topic: str) -> tuple[int, ...]:
+    """The partition ids of ``topic``, ascending, through any client's ``list_topics``.
+
+    Raises:
+        DeliveryError: the topic does not exist or its metadata cannot be read.
+    """
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = client.list_topics(topic=topic, timeout=_METADATA_TIMEOUT_S)
+    except KafkaException as exc:
+        raise DeliveryError(f"Cannot read the metadata of sink topic {topic!r}: {exc}.") from None
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None or not info.partitions:
+        reason = info.error if info is not None and info.error is not None else "no partitions"
+        raise DeliveryError(
+            f"Cannot read the partitions of sink topic {topic!r} (needed by 'sink.partitioner'): "
+            f"{reason}. Check the table's 'topic' option and that the topic exists."
+        )
+    return tuple(sorted(info.partitions))
+
+
+def plan_partitioner(option: str, topic: str, properties: Mapping[str, str]) -> SinkPartitioner:
+    """Resolve ``sink.partitioner`` for ``topic``, looking up its partitions once if needed.
+
+    Example:
+        >>> plan_partitioner("default", "orders", {}).partitions
+        ()
+    """
+    if option.strip() == "default":
+        return SinkPartitioner.resolve("default", topic)
+    return SinkPartitioner.resolve(option, topic, topic_partitions(properties, topic))
+
+
+def _timestamps_ms(column: pa.Array) -> list[int]:
+    """Record timestamps in epoch ms (0 = let the producer stamp it) from a timestamp column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(column, pa.timestamp("ms", column.type.tz), safe=False)
+    ints = pc.cast(column, pa.int64(), safe=False)
+    return pc.fill_null(ints, 0).to_pylist()  # type: ignore[no-any-return]
+
+
+def _headers(column: pa.Array) -> list[Any]:
+    """Headers as confluent-kafka wants them: a list of (name, bytes) pairs, or None, per record."""
+    import pyarrow as pa
+
+    rows = column.to_pylist()
+    if pa.types.is_map(column.type):
+        return rows  # a map converts to lists of (key, value) tuples already
+    return [None if h is None else [(e["key"], e["value"]) for e in h] for h in rows]
+
+
+def produce_batches(
+    producer: Any,
+    batches: Iterable[pa.RecordBatch],
+    topic: str,
+    partitioner: TaskPartitioner,
+    on_delivery: Callable[[Any, Any], None],
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> ProduceCounts:
+    """Produce every row of ``batches`` (``key``, ``value`` [, ``timestamp``, ``headers``]).
+
+    The loop behind every writer. Each batch's columns become Python lists once; the partition
+    comes from ``partitioner`` (a :class:`TaskPartitioner`, e.g.
+    ``SinkPartitioner.resolve("default", topic).open(0, 1)``). ``on_delivery`` gets every
+    delivery report (a :class:`DeliveryReport` counts failures) — reports arrive while this
+    polls and when the caller flushes, which it must do afterwards. A full local queue is waited
+    out, never dropped. ``stop`` is asked after every batch: true ends the loop early (fail fast).
+    Transactions are the caller's: begin before, commit after.
+
+    Example:
+        >>> task_partitioner = SinkPartitioner.resolve("default", "orders").open(0, 1)
+        >>> report = DeliveryReport()
+        >>> counts = produce_batches(  # doctest: +SKIP
+        ...     producer, batches, "orders", task_partitioner, report
+        ... )
+        >>> producer.flush()  # doctest: +SKIP
+
+    Returns:
+        The records and key+value bytes handed to the producer.
+    """
+    import pyarrow.compute as pc
+
+    produce = producer.produce
+    records = 0
+    size = 0
+    for batch in batches:
+        names = batch.schema.names
+        key_column = batch.column(names.index("key"))
+        value_column = batch.column(names.index("value"))
+        keys = key_column.to_pylist()
+        values = value_column.to_pylist()
+        for column in (key_column, value_column):
+            if column.null_count < len(column):  # an all-null column may have Arrow type null
+                size += pc.sum(pc.binary_length(column)).as_py() or 0
+        stamps: list[int] | None = None
+        headers: list[Any] | None = None
+        if "timestamp" in names:
+            stamps = _timestamps_ms(batch.column(names.index("timestamp")))
+        if "headers" in names:
+            headers = _headers(batch.column(names.index("headers")))
+        partitions = partitioner.assign(keys, values)
+        if stamps is None and headers is None:
+            if isinstance(partitions, int):
+                for key, value in zip(keys, values, strict=True):
+                    try:
+                        produce(topic, value, key, partitions, on_delivery=on_delivery)
+                    except BufferError:
+                        _retry(producer, topic, value, key, partitions, on_delivery, 0, None)
+            else:
+                for key, value, p in zip(keys, values, partitions, strict=False):  # endless cycle
+                    try:
+                        produce(topic, value, key, p, on_delivery=on_delivery)
+                    except BufferError:
+                        _retry(producer, topic, value, key, p, on_delivery, 0, None)
+        else:
+            parts = itertools.repeat(partitions) if isinstance(partitions, int) else partitions
+            rows = zip(  # the partitions may be an endless round-robin cycle: not strict
+                keys,
+                values,
+                stamps if stamps is not None else itertools.repeat(0),
+                headers if headers is not None else itertools.repeat(None),
+                parts,
+                strict=False,
+            )
+            for key, value, stamp, header, p in rows:
+                try:
+                    produce(
+                        topic,
+                        value,
+                        key,
+                        p,
+                        on_delivery=on_delivery,
+                        timestamp=stamp,
+                        headers=header,
+                    )
+                except BufferError:
+                    _retry(producer, topic, value, key, p, on_delivery, stamp, header)
+        records += len(values)
+        producer.poll(0)
+        if stop is not None and stop():
+            break
+    return ProduceCounts(records=records, bytes=size)
+
+
+def produce_arrow_batches(
+    producer: Any,
+    batches: Iterable[pa.RecordBatch],
+    topic: str,
+    state: dict[str, Any],
+    *,
+    partitioner: str = "default",
+    task: int = 0,
+    num_tasks: int = 0,
+) -> int:
+    """:func:`produce_batches` for a caller that keeps its counters in a dict across calls.
+
+    ``state`` holds ``failed``, ``error`` (the first failure) and ``bytes`` (key+value bytes
+    produced, less failed ones) and, under private keys, each ``task``'s
+    :class:`TaskPartitioner`, so ``fixed`` / ``round-robin`` / a user class keep their per-task
+    behaviour over many calls; the topic's partitions are read once, through ``producer``.
+
+    Example:
+        >>> state = {"failed": 0, "error": None, "bytes": 0}  # doctest: +SKIP
+        >>> produce_arrow_batches(  # doctest: +SKIP
+        ...     producer, [batch], "orders", state, partitioner="fixed", task=3
+        ... )
+        >>> producer.flush()  # doctest: +SKIP
+
+    Returns:
+        The number of records handed to the producer by this call.
+    """
+    state.setdefault("failed", 0)
+    state.setdefault("error", None)
+    state.setdefault("bytes", 0)
+    opened: dict[tuple[str, str, int], TaskPartitioner] = state.setdefault("_partitioners", {})
+    slot = (topic, partitioner, task)
+    if slot not in opened:
+        if partitioner.strip() == "default":
+            resolved = SinkPartitioner.resolve("default", topic)
+        else:
+            resolved = SinkPartitioner.resolve(partitioner, topic, partitions_of(producer, topic))
+        opened[slot] = resolved.open(task, num_tasks)
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is not None:
             state["failed"] += 1
-            state["error"] = state["error"] or str(err)
-        else:
-            state["bytes"] += len(msg.value() or b"") + len(msg.key() or b"")
+            state["bytes"] -= len(msg.value() or b"") + len(msg.key() or b"")
+            if state["error"] is None:
+                state["error"] = str(err)
 
-    records = 0
+    counts = produce_batches(producer, batches, topic, opened[slot], on_delivery)
+    state["bytes"] += counts.bytes
+    return counts.records
+
+
+def _retry(
+    producer: Any,
+    topic: str,
+    value: bytes | None,
+    key: bytes | None,
+    partition: int,
+    on_delivery: Callable[[Any, Any], None],
+    timestamp: int,
+    headers: Any,
+) -> None:
+    """Serve delivery reports until the full local queue takes the record."""
+    while True:
+        producer.poll(0.05)
+        try:
+            producer.produce(
+                topic,
+                value,
+                key,
+                partition,
+                on_delivery=on_delivery,
+                timestamp=timestamp,
+                headers=headers,
+            )
+            return
+        except BufferError:
+            continue
+
+
+def _write_task(
+    batches: Iterator[pa.RecordBatch],
+    topic: str,
+    config: Mapping[str, Any],
+    partitioner: SinkPartitioner,
+    num_tasks: int,
+    fail_fast: bool,
+) -> Iterator[pa.RecordBatch]:
+    """One Spark task: its own producer, its rows produced, one result row (none if empty)."""
+    import pyarrow as pa
+    from confluent_kafka import Producer
+    from pyspark import TaskContext
+
+    first = next(batches, None)
+    while first is not None and first.num_rows == 0:
+        first = next(batches, None)
+    if first is None:  # an empty task opens no connection
+        return
+    context = TaskContext.get()
+    task_index = context.partitionId() if context is not None else 0
+    producer = Producer(dict(config))
+    report = DeliveryReport()
     started = time.perf_counter()
-    produce = producer.produce
-    for batch in batches:
-        names = batch.schema.names
-        keys = batch.column(names.index("key")).to_pylist()
-        values = batch.column(names.index("value")).to_pylist()
-        stamps = (
-            batch.column(names.index("timestamp")).to_pylist() if "timestamp" in names else None
-        )
-        headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else None
-        for i, value in enumerate(values):
-            kwargs: dict[str, Any] = {}
-            if stamps is not None and stamps[i] is not None:
-                kwargs["timestamp"] = int(stamps[i].timestamp() * 1000)
-            if headers is not None and headers[i]:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-            while True:
-                try:
-                    produce(topic, value, keys[i], on_delivery=on_delivery, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-            records += 1
-            if fail_fast and state["failed"]:
-                break
-        producer.poll(0)
-        if fail_fast and state["failed"]:
-            break
+    counts = produce_batches(
+        producer,
+        itertools.chain([first], batches),
+        topic,
+        partitioner.open(task_index, num_tasks),
+        report,
+        stop=report.has_failed if fail_fast else None,
+    )
     remaining = producer.flush(_FLUSH_TIMEOUT_S)
-    if remaining:
-        state["failed"] += remaining
-        state["error"] = state["error"] or f"{remaining} record(s) not delivered before timeout"
+    failed = report.failed + remaining
+    error = report.first_error
+    if remaining and error is None:
+        error = f"{remaining} record(s) not delivered within {_FLUSH_TIMEOUT_S:.0f} s"
     send_ms = (time.perf_counter() - started) * 1000
-    if fail_fast and state["failed"]:
+    if fail_fast and failed:
         raise DeliveryError(
-            f"{state['failed']} record(s) to topic {topic!r} were not delivered: "
-            f"{state['error']}. The run fails and the checkpoint does not advance."
+            f"{failed} record(s) to topic {topic!r} were not delivered: {error}. "
+            f"The run fails and the checkpoint does not advance."
         )
     yield pa.RecordBatch.from_pylist(
         [
             {
-                "records": records - state["failed"],
-                "bytes": state["bytes"],
-                "failed": state["failed"],
-                "error": state["error"],
+                "records": counts.records - failed,
+                "bytes": max(counts.bytes - report.failed_bytes, 0),
+                "failed": failed,
+                "error": error,
                 "send_ms": send_ms,
             }
         ]
     )
+
+
+def _connector_error(exc: Exception) -> KafkaConnectorError | None:
+    """The connector error a Spark task raised, recovered from Spark's wrapping exception."""
+    text = str(exc)
+    found = _TASK_ERROR.search(text)
+    if found is not None:
+        kind, message = _TASK_ERRORS[found.group(1)], found.group(2).strip()
+        if kind is KafkaOptionsError:
+            return KafkaOptionsError(message, keys=tuple(_OPTION_KEY.findall(message)))
+        return kind(message)
+    raised = _RAISED.search(text)
+    if raised is not None:
+        return KafkaConnectorError(raised.group(1).strip())
+    return None
 
 
 def write(
@@ -121,11 +417,34 @@ def write(
     guarantee: DeliveryGuarantee = DeliveryGuarantee.AT_LEAST_ONCE,
     *,
     parallelism: int | None = None,
+    partitioner: str = "default",
 ) -> WriteResult:
     """Produce the ``key``/``value`` [``timestamp``, ``headers``] rows of ``encoded`` to ``topic``.
 
+    Args:
+        encoded: the output of :func:`~dagster_kafka_flinklike.sink.serializer.serialize`
+            (or any DataFrame with binary ``key`` and ``value`` columns).
+        topic: the sink topic.
+        properties: client properties (``properties.*`` without the prefix).
+        guarantee: ``none`` or ``at-least-once`` (exactly-once is the transactional writer's).
+        parallelism: ``sink.parallelism``: the number of writing Spark tasks (default: the
+            DataFrame's partitions). A user partitioner's ``open`` gets it as ``num_tasks``;
+            without it the DataFrame's partitions are counted first, which may run its upstream
+            stages an extra time.
+        partitioner: ``sink.partitioner``: ``default``, ``fixed``, ``round-robin`` or a class
+            path. An ``upsert-kafka`` encoding carrying the ``SEQUENCE`` column is first
+            hash-partitioned by key in Spark, so each key's changes are produced by one task,
+            in the DataFrame's order.
+
+    Example:
+        >>> write(serialize(spec, df), "orders", {"bootstrap.servers": "b:9092"})  # doctest: +SKIP
+
     Raises:
-        DeliveryError: with ``at-least-once``, when any record was not delivered.
+        DeliveryError: with ``at-least-once``, when any record was not delivered; also when a
+            non-default partitioner cannot read the topic's partitions.
+        KafkaOptionsError: a bad ``sink.partitioner`` class, or one returning a partition the
+            topic does not have.
+        KafkaConnectorError: rows the sink cannot write (e.g. a bad ``__row_kind``).
     """
     if guarantee == DeliveryGuarantee.EXACTLY_ONCE:
         raise DeliveryError(
@@ -134,13 +453,29 @@ def write(
         )
     config = producer_config(properties, guarantee)
     fail_fast = guarantee == DeliveryGuarantee.AT_LEAST_ONCE
-    if parallelism:
+    placement = plan_partitioner(partitioner, topic, properties)
+    if SEQUENCE in encoded.columns:
+        if parallelism:
+            encoded = encoded.repartition(parallelism, "key")
+        else:
+            encoded = encoded.repartition("key")
+        encoded = encoded.sortWithinPartitions(SEQUENCE).drop(SEQUENCE)
+    elif parallelism:
         encoded = encoded.repartition(parallelism)
+    num_tasks = parallelism or 0
+    if placement.custom is not None and not num_tasks:
+        num_tasks = encoded.rdd.getNumPartitions()
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from _produce_batches(batches, topic, config, fail_fast)
+        yield from _write_task(batches, topic, config, placement, num_tasks, fail_fast)
 
-    rows = encoded.mapInArrow(task, _RESULT_SCHEMA).collect()
+    try:
+        rows = encoded.mapInArrow(task, _RESULT_SCHEMA).collect()
+    except Exception as exc:  # Spark wraps what a task raised; surface the connector's error
+        error = _connector_error(exc)
+        if error is None:
+            raise
+        raise error from exc
     errors = [r["error"] for r in rows if r["error"]]
     return WriteResult(
         records=sum(r["records"] for r in rows),

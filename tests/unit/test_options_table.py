@@ -135,7 +135,11 @@ def test_options_without_columns_and_as_native_python_values() -> None:
         ({"scan.check.duplicated.group.id": "TRUE"}, "check_duplicated_group_id", True),
         ({"sink.partitioner": "fixed"}, "sink_partitioner", "fixed"),
         ({"sink.partitioner": "round-robin"}, "sink_partitioner", "round-robin"),
-        ({"sink.partitioner": "mypkg.parts.ByRegion"}, "sink_partitioner", "mypkg.parts.ByRegion"),
+        (
+            {"sink.partitioner": "tests.unit.test_partitioners.ByValueParity"},
+            "sink_partitioner",
+            "tests.unit.test_partitioners.ByValueParity",
+        ),
         ({"sink.delivery-guarantee": "none"}, "delivery_guarantee", DeliveryGuarantee.NONE),
         (
             {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": "tx"},
@@ -368,6 +372,7 @@ def test_valid_changes(changes: dict[str, Any], field: str, expected: Any) -> No
         ),
         ({"sink.partitioner": ""}, ("sink.partitioner",), "non-empty string"),
         ({"sink.partitioner": "murmur"}, ("sink.partitioner",), "dotted class path"),
+        ({"sink.partitioner": "mypkg.parts.ByRegion"}, ("sink.partitioner",), "mypkg"),
         (
             {"sink.partitioner": "round-robin", "key.format": "json", "key.fields": "id"},
             ("sink.partitioner", "key.fields"),
