@@ -18,6 +18,7 @@ from .errors import (
     OffsetsError,
     TransactionError,
 )
+from .io_manager import KafkaIOManager, kafka_table_metadata
 from .options import (
     BoundedMode,
     Column,
@@ -41,6 +42,7 @@ __all__ = [
     "DeserializationError",
     "EmbeddedKafkaError",
     "KafkaConnectorError",
+    "KafkaIOManager",
     "KafkaOptionsError",
     "KafkaResource",
     "KafkaTableSpec",
@@ -52,6 +54,7 @@ __all__ = [
     "ValueFieldsInclude",
     "__version__",
     "kafka_streaming_asset",
+    "kafka_table_metadata",
 ]
 
 

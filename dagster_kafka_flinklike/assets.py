@@ -61,6 +61,7 @@ def kafka_streaming_asset(
     kafka_resource_key: str = "kafka",
     spark_resource_key: str = "pyspark",
     max_records_per_split: int = 2_000_000,
+    min_splits: int | None = None,
     **asset_kwargs: Any,
 ) -> Callable[[StreamingBody], AssetsDefinition]:
     """Declare an asset whose body is a Spark query over Kafka source tables.
@@ -68,6 +69,9 @@ def kafka_streaming_asset(
     The body receives ``context`` and one DataFrame per source (by the ``sources`` names) and
     returns a DataFrame. With ``sink`` the result is written to that Kafka table and the asset
     materializes with metrics; without, the DataFrame goes to the asset's IO manager.
+    Ranges larger than ``max_records_per_split`` are read by several Spark tasks, and at least
+    ``min_splits`` tasks read when given (Spark's ``minPartitions``). With an exactly-once sink
+    the transactional id is ``<sink.transactional-id-prefix>-<asset key>-0``.
 
     Example:
         >>> @kafka_streaming_asset(sources={"orders": orders}, sink=channel_revenue_table)
@@ -111,9 +115,13 @@ def kafka_streaming_asset(
                 properties_for=kafka.client_properties,
                 checkpoint=latest_checkpoint(context),
                 max_records_per_split=max_records_per_split,
+                min_splits=min_splits,
+                sink=sink,
+                asset_name=context.asset_key.to_user_string(),
                 log=context.log,
             )
             try:
+                run.begin()
                 frames = {n: run.read(n, spec) for n, spec in sources.items()}
                 result = fn(context, **frames)
                 if sink is not None:

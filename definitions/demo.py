@@ -28,6 +28,20 @@ def _ensure_topics(bootstrap: str) -> None:
     for topic, future in admin.create_topics(wanted).items() if wanted else []:
         future.result(timeout=60)
         print(f"created topic {topic} ({TOPICS[topic]} partitions)")
+    deadline = time.monotonic() + 60
+    while True:  # a new topic's partitions need a leader before offsets can be asked
+        topics = admin.list_topics(timeout=30).topics
+        ready = all(
+            t in topics
+            and len(topics[t].partitions) == n
+            and all(p.leader >= 0 and p.error is None for p in topics[t].partitions.values())
+            for t, n in TOPICS.items()
+        )
+        if ready:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"topics {sorted(TOPICS)} have no leader after 60 s")
+        time.sleep(0.1)
 
 
 def _produce_batch(bootstrap: str) -> tuple[int, int]:

@@ -1,21 +1,47 @@
 """Formats: one module per Flink format, decoding to and encoding from Spark columns.
 
-A format module has ``decode(raw, columns, options) -> (struct, error)`` and
-``encode(fields, options) -> bytes`` over (Spark column, Column) pairs.
+A format module has
+
+- ``decode(raw, columns, options) -> (struct, error, tolerated)``: ``raw`` is the record's key or
+  value bytes; ``struct`` holds the ``columns`` (a null struct means the format yields no row for
+  the record, as Flink's formats do for a null value); ``error`` is null for a clean record and
+  says why a record is dirty otherwise; ``tolerated`` is true for a dirty record the format's
+  ``ignore-parse-errors`` tolerates (skipped and collected instead of failing the run).
+- ``decode_stages(raw, columns, options, prefix) -> (stages, (struct, error, tolerated))``: the
+  same decoding split into projections (``stages``: dicts of new column name → expression, to
+  add in order before the result's expressions are used), so the parse runs once per record
+  where Spark would otherwise repeat it inside conditional and higher-order expressions.
+- ``skipped(raw, options) -> bool column``: records the format yields no row for (cheap to
+  evaluate, so callers can drop them without decoding twice).
+- ``encode(fields, options) -> bytes``: ``fields`` are (Spark column, :class:`Column`) pairs.
+
+``options`` is either the table's :class:`FormatSpec` or the format's options as written
+(``{"ignore-parse-errors": "true"}``), defaults applied either way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
 from ..errors import KafkaOptionsError
-from . import json, raw
+from ..options import FormatSpec
+from . import csv, json, raw
 
-_FORMATS: dict[str, ModuleType] = {"json": json, "raw": raw}
+_FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw}
 
 
 def format_module(name: str) -> ModuleType:
-    """The module implementing the Flink format ``name``."""
+    """The module implementing the Flink format ``name``.
+
+    Example:
+        >>> format_module("json").__name__
+        'dagster_kafka_flinklike.formats.json'
+
+    Raises:
+        KafkaOptionsError: no module implements the format.
+    """
     try:
         return _FORMATS[name]
     except KeyError:
@@ -25,4 +51,33 @@ def format_module(name: str) -> ModuleType:
         ) from None
 
 
-__all__ = ["format_module"]
+def format_settings(name: str, options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
+    """Every option of format ``name`` parsed, defaults applied.
+
+    ``options`` is a :class:`FormatSpec` (its parsed ``settings`` are used) or the format's own
+    options as written, without prefix (parsed and checked as the options layer does).
+
+    Example:
+        >>> format_settings("json", {"ignore-parse-errors": "true"})["ignore-parse-errors"]
+        True
+
+    Raises:
+        KafkaOptionsError: an option is unknown to the format or has an invalid value.
+    """
+    from ..options._formats import resolve_format
+
+    if isinstance(options, FormatSpec):
+        if options.settings or not options.options:
+            return options.settings or resolve_format({}, name, "format").settings
+        options = options.options
+    written = {f"{name}.{key}": _text(value) for key, value in options.items()}
+    return resolve_format(written, name, "format").settings
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+__all__ = ["format_module", "format_settings"]

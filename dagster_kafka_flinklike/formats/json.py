@@ -1,41 +1,634 @@
-"""The ``json`` format: decoded and encoded by Spark's own JSON functions (JVM speed)."""
+"""The ``json`` format, decoded and encoded by Spark's own JSON functions (JVM speed).
+
+Decoding follows Flink's JSON format:
+
+- Every scalar is read as its JSON text and converted like Flink does, so numbers written as
+  JSON strings (``"100.00"``) decode into numeric columns, while a non-numeric string in a
+  numeric column makes the record dirty with an error naming the field. BOOLEAN is true only
+  for ``true`` (any case), as Flink's parsing of text. Integer columns (TINYINT to BIGINT)
+  accept integral values, also written as ``100.00`` or ``1e2``; a fractional value is dirty
+  (Flink truncates a fractional JSON number and rejects a fractional string; losing digits
+  silently is not done here). DECIMAL keeps every digit and becomes null when it does not fit
+  the declared precision, as in Flink.
+- ``timestamp-format.standard``: ``SQL`` reads TIMESTAMP as ``2020-12-30 12:13:14.123`` and
+  TIMESTAMP_LTZ as ``2020-12-30 12:13:14.123Z``; ``ISO-8601`` as ``2020-12-30T12:13:14.123`` and
+  ``2020-12-30T12:13:14.123Z`` (UTC). Encoding writes the same shapes.
+- ``fail-on-missing-field``: a record lacking a declared field (at any nesting level) is dirty;
+  otherwise the field is null. A field present with ``null`` is never missing.
+- ``ignore-parse-errors``: a record that fails is still dirty (counted and collected) but
+  tolerated: the run skips it instead of failing.
+- A null value, an empty one or the JSON literal ``null`` yields no row, as in Flink.
+- Nested ROW, ARRAY (and MULTISET, read as an array) and MAP (keys converted from their text,
+  the last of duplicate keys winning) are supported at any depth.
+
+Encoding honours ``encode.ignore-null-fields`` and ``encode.decimal-as-plain-number``.
+``map-null-key.mode``/``map-null-key.literal`` are accepted but have nothing to act on: a Spark
+map cannot hold a null key.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+import json as _json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..options import Column, struct_type
+from ..options import Column, FlinkType, FormatSpec, spark_type
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
+    from pyspark.sql.types import DataType
 
-_CORRUPT = "__dkf_corrupt_record"
+CORRUPT = "__dkf_corrupt_record"
+SNIPPET = 60
+_SHORT = 64
+_STRING = {"STRING", "VARCHAR", "CHAR"}
+_BINARY = {"BYTES", "VARBINARY", "BINARY"}
+_INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
+_FLOATING = {"FLOAT", "DOUBLE"}
+_NESTED = {"ROW", "ARRAY", "MULTISET", "MAP"}
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+_TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,9})?$"
+_TIMESTAMP = {
+    "SQL": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?",
+    "ISO-8601": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?",
+}
+_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+#: Spark's JSON reader, made as strict as Flink's (Jackson defaults): no NaN tokens, no quotes.
+PARSE_OPTIONS = {
+    "mode": "PERMISSIVE",
+    "columnNameOfCorruptRecord": CORRUPT,
+    "allowNonNumericNumbers": "false",
+    "allowSingleQuotes": "false",
+}
+#: The same reader for texts that are known to be JSON objects (no corrupt-record column).
+TEXT_OPTIONS = {k: v for k, v in PARSE_OPTIONS.items() if k != "columnNameOfCorruptRecord"}
 
 
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: Mapping[str, str]
-) -> tuple[SparkColumn, SparkColumn]:
-    """Decode ``raw`` bytes into a struct of ``columns``; also a column naming the error.
+def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
+    from . import format_settings
 
-    The error column is null for a clean record and says why a record is dirty otherwise.
+    return format_settings("json", options)
+
+
+def _none() -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    return F.lit(None).cast("string")
+
+
+def first_error(errors: Sequence[SparkColumn | None]) -> SparkColumn | None:
+    """The first non-null of the error columns (None when no column can ever hold an error)."""
+    from pyspark.sql import functions as F
+
+    present = [e for e in errors if e is not None]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else F.coalesce(*present)
+
+
+def snippet(text: SparkColumn) -> SparkColumn:
+    """The start of a text, for error messages."""
+    from pyspark.sql import functions as F
+
+    return F.substring(text, 1, SNIPPET)
+
+
+def invalid(text: SparkColumn, path: str, t: FlinkType) -> SparkColumn:
+    """``field 'path': 'text' is not a valid TYPE`` (for a value that failed to convert)."""
+    from pyspark.sql import functions as F
+
+    return F.concat(
+        F.lit(f"field '{path}': '"), snippet(text), F.lit(f"' is not a valid {_type_name(t)}")
+    )
+
+
+def _type_name(t: FlinkType) -> str:
+    return str(FlinkType(t.name, t.params, t.children, t.field_names))
+
+
+def _decimal(t: FlinkType) -> tuple[int, int]:
+    precision = t.params[0] if t.params else 10
+    scale = t.params[1] if len(t.params) > 1 else 0
+    return precision, scale
+
+
+def _integral(text: SparkColumn, t: FlinkType) -> SparkColumn:
+    """An integer from its text: exact integers, or integral decimals such as ``100.00``."""
+    from pyspark.sql import functions as F
+
+    target = spark_type(t)
+    trimmed = F.trim(text)
+    number = trimmed.try_cast("decimal(38,9)")
+    whole = F.when(number == F.floor(number), number.try_cast(target))
+    return F.coalesce(trimmed.try_cast(target), whole)
+
+
+def timestamp_value(text: SparkColumn, t: FlinkType, standard: str) -> SparkColumn:
+    """A TIMESTAMP (wall clock) or TIMESTAMP_LTZ (``...Z``, UTC) from Flink's text, else null."""
+    from pyspark.sql import functions as F
+
+    pattern = _TIMESTAMP[standard]
+    if t.name == "TIMESTAMP_LTZ":
+        return F.when(text.rlike(pattern + "Z$"), text.try_cast("timestamp"))
+    return F.when(text.rlike(pattern + "$"), text.try_cast("timestamp_ntz"))
+
+
+def leaf_value(text: SparkColumn, t: FlinkType, path: str, standard: str) -> SparkColumn:
+    """Convert a scalar's text to a value of Flink type ``t`` (null when it cannot be)."""
+    from pyspark.sql import functions as F
+
+    name = t.name
+    if name in _STRING:
+        return text
+    if name == "BOOLEAN":
+        return F.when(text.isNotNull(), F.lower(F.trim(text)) == F.lit("true"))
+    if name in _INTEGRAL:
+        return _integral(text, t)
+    if name in _FLOATING:
+        return F.trim(text).try_cast(spark_type(t))
+    if name == "DECIMAL":
+        precision, scale = _decimal(t)
+        return F.when(text.rlike(_NUMBER), F.trim(text).try_cast(f"decimal({precision},{scale})"))
+    if name in _BINARY:
+        return F.try_to_binary(text, F.lit("base64"))
+    if name == "DATE":
+        return F.when(text.rlike(_DATE), text.try_cast("date"))
+    if name == "TIME":
+        return F.when(text.rlike(_TIME), text)
+    if name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return timestamp_value(text, t, standard)
+    from ..errors import KafkaOptionsError
+
+    raise KafkaOptionsError(f"Column '{path}': type {t} cannot be decoded from text.")
+
+
+def leaf_error(
+    text: SparkColumn, value: SparkColumn, t: FlinkType, path: str
+) -> SparkColumn | None:
+    """The error of a scalar whose ``text`` converted to ``value`` (None: it never fails).
+
+    STRING and BOOLEAN never fail; DECIMAL fails on text that is not a number (a number too
+    large for the column is null, as in Flink); other types fail when the value is null.
     """
+    from pyspark.sql import functions as F
+
+    if t.name in _STRING or t.name == "BOOLEAN":
+        return None
+    if t.name == "DECIMAL":
+        return F.when(text.isNotNull() & ~text.rlike(_NUMBER), invalid(text, path, t))
+    return F.when(text.isNotNull() & value.isNull(), invalid(text, path, t))
+
+
+def leaf(
+    text: SparkColumn, t: FlinkType, path: str, standard: str
+) -> tuple[SparkColumn, SparkColumn | None]:
+    """:func:`leaf_value` and :func:`leaf_error` of one scalar."""
+    value = leaf_value(text, t, path, standard)
+    return value, leaf_error(text, value, t, path)
+
+
+def can_fail(t: FlinkType) -> bool:
+    """Whether converting a value of type ``t`` from JSON can make a record dirty."""
+    if t.name in ("ROW",):
+        return any(can_fail(c) for c in t.children)
+    if t.name in ("ARRAY", "MULTISET"):
+        return can_fail(t.children[0])
+    if t.name == "MAP":
+        return t.children[0].name not in _STRING or can_fail(t.children[1])
+    return t.name not in _STRING and t.name not in ("BOOLEAN", "DECIMAL")
+
+
+def _parse_type(t: FlinkType) -> DataType:
+    """The type Spark parses a value as: text for scalars, DECIMAL exact, structure kept."""
+    from pyspark.sql import types as T
+
+    if t.name == "ROW":
+        return T.StructType(
+            [
+                T.StructField(n, _parse_type(c))
+                for n, c in zip(t.field_names, t.children, strict=True)
+            ]
+        )
+    if t.name in ("ARRAY", "MULTISET"):
+        return T.ArrayType(_parse_type(t.children[0]))
+    if t.name == "MAP":
+        return T.MapType(T.StringType(), _parse_type(t.children[1]))
+    if t.name == "DECIMAL":
+        return T.DecimalType(38, _decimal(t)[1])
+    return T.StringType()
+
+
+def last_wins(entries: SparkColumn, key: str = "key") -> SparkColumn:
+    """Entries without those whose ``key`` appears again later (the last entry of a key wins)."""
+    from pyspark.sql import functions as F
+
+    return F.filter(
+        entries,
+        lambda e, i: (
+            ~F.exists(
+                F.slice(entries, i + 2, F.greatest(F.size(entries), F.lit(1))),
+                lambda later: later[key].eqNullSafe(e[key]),
+            )
+        ),
+    )
+
+
+def _collect(pairs: SparkColumn) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    return F.aggregate(pairs, _none(), lambda acc, p: F.coalesce(acc, p["e"]))
+
+
+def convert(
+    parsed: SparkColumn, t: FlinkType, path: str, standard: str
+) -> tuple[SparkColumn, SparkColumn | None]:
+    """Convert a parsed value (scalars as text) to Flink type ``t``; also its error column."""
+    from pyspark.sql import functions as F
+
+    if t.name == "ROW":
+        values, errors = [], []
+        for name, child in zip(t.field_names, t.children, strict=True):
+            value, error = convert(parsed[name], child, f"{path}.{name}", standard)
+            values.append(value.alias(name))
+            errors.append(error)
+        return F.when(parsed.isNotNull(), F.struct(*values)), first_error(errors)
+    if t.name in ("ARRAY", "MULTISET"):
+        child, where = t.children[0], f"{path}[*]"
+        if not can_fail(child):
+            return F.transform(parsed, lambda x: convert(x, child, where, standard)[0]), None
+
+        def element(x: SparkColumn) -> SparkColumn:
+            value, error = convert(x, child, where, standard)
+            return F.struct(value.alias("v"), (error if error is not None else _none()).alias("e"))
+
+        pairs = F.transform(parsed, element)
+        return F.transform(pairs, lambda p: p["v"]), _collect(pairs)
+    if t.name == "MAP":
+        key_t, value_t = t.children
+
+        def entry(e: SparkColumn) -> SparkColumn:
+            key, key_error = leaf(e["key"], key_t, f"{path} key", standard)
+            value, value_error = convert(e["value"], value_t, f"{path}[*]", standard)
+            error = first_error([key_error, value_error])
+            return F.struct(
+                key.alias("key"),
+                value.alias("value"),
+                (error if error is not None else _none()).alias("e"),
+            )
+
+        pairs = F.transform(F.map_entries(parsed), entry)
+        kept = last_wins(F.filter(pairs, lambda p: p["key"].isNotNull()))
+        value = F.map_from_entries(F.transform(kept, lambda p: F.struct(p["key"], p["value"])))
+        return value, (_collect(pairs) if can_fail(t) else None)
+    if t.name == "DECIMAL":
+        precision, scale = _decimal(t)
+        return parsed.try_cast(f"decimal({precision},{scale})"), None
+    return leaf(parsed, t, path, standard)
+
+
+def _text_type(t: FlinkType) -> DataType:
+    """Structure down to each ROW, which stays JSON text (to look at its keys)."""
+    from pyspark.sql import types as T
+
+    if t.name in ("ARRAY", "MULTISET"):
+        return T.ArrayType(_text_type(t.children[0]))
+    if t.name == "MAP":
+        return T.MapType(T.StringType(), _text_type(t.children[1]))
+    return T.StringType()
+
+
+def _has_row(t: FlinkType) -> bool:
+    return t.name == "ROW" or any(_has_row(c) for c in t.children)
+
+
+def _missing(
+    text: SparkColumn,
+    names: Sequence[str],
+    types: Sequence[FlinkType],
+    path: str,
+    stager: Stager | None = None,
+) -> SparkColumn | None:
+    """Error naming the first declared field the JSON object ``text`` lacks, at any depth."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    schema = struct_type(list(columns))
-    schema = T.StructType([*schema.fields, T.StructField(_CORRUPT, T.StringType())])
-    spark_options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
-    parsed = F.from_json(raw.cast("string"), schema, spark_options)
-    error = F.when(raw.isNotNull() & parsed[_CORRUPT].isNotNull(), F.lit("json: malformed record"))
-    fields = [parsed[c.name].alias(c.name) for c in columns]
-    return F.when(raw.isNull(), F.lit(None)).otherwise(F.struct(*fields)), error
+    absent = F.array_except(F.array(*[F.lit(n) for n in names]), F.json_object_keys(text))
+    if stager is not None:
+        absent = stager.put(0, "absent", absent)
+    first = F.get(absent, 0)
+    errors: list[SparkColumn | None] = [
+        F.when(first.isNotNull(), F.concat(F.lit(f"field '{path}"), first, F.lit("' is missing")))
+    ]
+    nested = [(n, c) for n, c in zip(names, types, strict=True) if _has_row(c)]
+    if nested:
+        schema = T.StructType([T.StructField(n, _text_type(c)) for n, c in nested])
+        texts = F.from_json(text, schema, TEXT_OPTIONS)
+        if stager is not None:
+            texts = stager.put(0, "texts", texts)
+        for n, c in nested:
+            errors.append(_missing_in(texts[n], c, f"{path}{n}"))
+    return first_error(errors)
 
 
-def encode(fields: Sequence[tuple[SparkColumn, Column]], options: Mapping[str, str]) -> SparkColumn:
-    """The fields as one JSON object per row (named by each ``Column``), in UTF-8 bytes."""
+def _missing_in(text: SparkColumn, t: FlinkType, path: str) -> SparkColumn | None:
     from pyspark.sql import functions as F
 
-    spark_options = {"ignoreNullFields": options.get("encode.ignore-null-fields", "false")}
-    value = F.to_json(F.struct(*[source.alias(c.name) for source, c in fields]), spark_options)
-    return F.encode(value, "UTF-8")
+    if t.name == "ROW":
+        return _missing(text, t.field_names, t.children, f"{path}.")
+    child = t.children[-1]
+    items = text if t.name in ("ARRAY", "MULTISET") else F.map_values(text)
+
+    def one(x: SparkColumn) -> SparkColumn:
+        error = _missing_in(x, child, f"{path}[*]")
+        return error if error is not None else _none()
+
+    return F.aggregate(F.transform(items, one), _none(), lambda acc, e: F.coalesce(acc, e))
+
+
+def _record_error(text: SparkColumn, columns: Sequence[Column]) -> SparkColumn:
+    """Why Spark could not parse a record: malformed JSON, not an object, or a bad field."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    checks = [c for c in columns if c.flink_type.name in _NESTED | {"DECIMAL"}]
+    reason: SparkColumn = F.concat(
+        F.lit("the record does not match the table's columns: "), snippet(text)
+    )
+    if checks:
+        texts = F.from_json(
+            text,
+            T.StructType([T.StructField(c.name, T.StringType()) for c in checks]),
+            TEXT_OPTIONS,
+        )
+        for c in reversed(checks):
+            field = texts[c.name]
+            wrapped = F.concat(F.lit('{"x":'), field, F.lit("}"))
+            schema = T.StructType(
+                [
+                    T.StructField("x", _parse_type(c.flink_type)),
+                    T.StructField(CORRUPT, T.StringType()),
+                ]
+            )
+            bad = F.from_json(wrapped, schema, PARSE_OPTIONS)[CORRUPT].isNotNull()
+            reason = F.when(
+                field.isNotNull() & bad,
+                F.concat(
+                    F.lit(f"field '{c.name}': '"),
+                    snippet(field),
+                    F.lit(f"' does not match {_type_name(c.flink_type)}"),
+                ),
+            ).otherwise(reason)
+    start = F.substring(F.ltrim(text), 1, 1)
+    # Any JSON value is an element of an array: a text that is not one is malformed JSON.
+    as_element = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>", TEXT_OPTIONS)
+    return (
+        F.when(
+            as_element.isNull(),
+            F.concat(F.lit("malformed JSON: "), snippet(text)),
+        )
+        .when(start != F.lit("{"), F.concat(F.lit("expected a JSON object, got: "), snippet(text)))
+        .otherwise(reason)
+    )
+
+
+def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+    """Records that yield no row: a null value, an empty one, or the JSON literal ``null``."""
+    from pyspark.sql import functions as F
+
+    short = F.length(raw) <= F.lit(_SHORT)  # only short values can be blank or 'null'
+    return raw.isNull() | (short & F.trim(raw.cast("string")).isin("", "null"))
+
+
+class Stager:
+    """Intermediate columns of a decode, computed once in their own projections.
+
+    Spark evaluates an expression again wherever it is repeated inside conditional or
+    higher-order expressions; naming the parse result (and the converted values) as columns of
+    earlier projections makes every later reference a plain column read. Without a ``prefix``
+    nothing is staged and :meth:`put` returns the expression itself.
+    """
+
+    def __init__(self, prefix: str | None, levels: int) -> None:
+        self.prefix = prefix
+        self.stages: list[dict[str, SparkColumn]] = [{} for _ in range(levels)]
+
+    def put(self, level: int, name: str, expr: SparkColumn) -> SparkColumn:
+        """The column for ``expr``, staged at ``level`` (0 first) when staging."""
+        from pyspark.sql import functions as F
+
+        if self.prefix is None:
+            return expr
+        full = f"{self.prefix}{name}"
+        self.stages[level][full] = expr
+        return F.col(full)
+
+
+def _decode(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    stager: Stager,
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    settings = _settings(options)
+    standard = settings["timestamp-format.standard"]
+    text = raw.cast("string")
+    schema = T.StructType(
+        [T.StructField(c.name, _parse_type(c.flink_type)) for c in columns]
+        + [T.StructField(CORRUPT, T.StringType())]
+    )
+    parsed = stager.put(0, "parsed", F.from_json(text, schema, PARSE_OPTIONS))
+    values, errors = [], []
+    for i, column in enumerate(columns):
+        t, field = column.flink_type, parsed[column.name]
+        if t.name in _NESTED:
+            value, error = convert(field, t, column.name, standard)
+            value = stager.put(1, f"v{i}", value)
+            if error is not None:
+                error = stager.put(1, f"e{i}", error)
+        elif t.name == "DECIMAL":
+            value, error = stager.put(1, f"v{i}", convert(field, t, column.name, standard)[0]), None
+        else:
+            value = stager.put(1, f"v{i}", leaf_value(field, t, column.name, standard))
+            error = leaf_error(field, value, t, column.name)
+        values.append(value.alias(column.name))
+        errors.append(error)
+    if settings["fail-on-missing-field"] and columns:
+        names, types = [c.name for c in columns], [c.flink_type for c in columns]
+        errors.insert(0, _missing(text, names, types, "", stager))
+    corrupt = parsed[CORRUPT].isNotNull()
+    field_error = first_error(errors)
+    error = F.when(corrupt, _record_error(text, columns))
+    if field_error is not None:
+        error = error.otherwise(field_error)
+    out = skipped(raw, options)
+    struct = F.struct(*values) if values else F.struct(F.lit(True).alias("__dkf_row"))
+    error = F.when(~out, error)
+    tolerated = error.isNotNull() & F.lit(bool(settings["ignore-parse-errors"]))
+    return F.when(~out, struct), error, tolerated
+
+
+def decode(
+    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    """Decode ``raw`` JSON bytes into a struct of ``columns``, an error and a tolerated flag.
+
+    Example:
+        >>> struct, error, ok = decode(F.col("value"), [Column("id", "INT")], {})  # doctest: +SKIP
+    """
+    return _decode(raw, columns, options, Stager(None, 0))
+
+
+def decode_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str,
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """:func:`decode` split into projections: the stages to add, in order, then the result.
+
+    Each stage maps new column names (starting with ``prefix``) to expressions over ``raw``'s
+    frame and the earlier stages; the result's expressions read those columns.
+    """
+    stager = Stager(prefix, 2)
+    result = _decode(raw, columns, options, stager)
+    return stager.stages, result
+
+
+def timestamp_text(value: SparkColumn, t: FlinkType, standard: str) -> SparkColumn:
+    """Flink's text of a TIMESTAMP / TIMESTAMP_LTZ (``Z`` suffix, UTC) in ``standard``."""
+    from pyspark.sql import functions as F
+
+    if t.name == "TIMESTAMP_LTZ":
+        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+        wall = F.timestamp_add("MICROSECOND", F.unix_micros(value.cast("timestamp")), epoch)
+        text = F.concat(wall.cast("string"), F.lit("Z"))
+    else:
+        text = value.cast("timestamp_ntz").cast("string")
+    return F.regexp_replace(text, " ", "T") if standard == "ISO-8601" else text
+
+
+def _has(t: FlinkType, names: set[str]) -> bool:
+    return t.name in names or any(_has(c, names) for c in t.children)
+
+
+def map_leaves(
+    value: SparkColumn,
+    t: FlinkType,
+    names: set[str],
+    fn: Callable[[SparkColumn, FlinkType], SparkColumn],
+) -> SparkColumn:
+    """``value`` with ``fn`` applied to every nested leaf whose type is one of ``names``."""
+    from pyspark.sql import functions as F
+
+    if t.name in names:
+        return fn(value, t)
+    if not _has(t, names):
+        return value
+    if t.name == "ROW":
+        fields = [
+            map_leaves(value[n], c, names, fn).alias(n)
+            for n, c in zip(t.field_names, t.children, strict=True)
+        ]
+        return F.when(value.isNotNull(), F.struct(*fields))
+    if t.name in ("ARRAY", "MULTISET"):
+        child = t.children[0]
+        return F.transform(value, lambda x: map_leaves(x, child, names, fn))
+    key_t, value_t = t.children
+    entries = F.transform(
+        F.map_entries(value),
+        lambda e: F.struct(
+            map_leaves(e["key"], key_t, names, fn).alias("key"),
+            map_leaves(e["value"], value_t, names, fn).alias("value"),
+        ),
+    )
+    return F.map_from_entries(entries)
+
+
+def _scalar_json(value: SparkColumn) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    return F.when(value.isNotNull(), F.regexp_extract(F.to_json(F.array(value)), r"^\[(.*)\]$", 1))
+
+
+def _json_text(value: SparkColumn, t: FlinkType, ignore_nulls: bool) -> SparkColumn:
+    """JSON text of ``value`` built field by field, DECIMAL written as plain digits."""
+    from pyspark.sql import functions as F
+
+    if t.name == "ROW":
+        parts = []
+        for n, c in zip(t.field_names, t.children, strict=True):
+            name = F.lit(_json.dumps(n) + ":")
+            inner = _json_text(value[n], c, ignore_nulls)
+            parts.append(
+                F.concat(name, inner)
+                if ignore_nulls
+                else F.concat(name, F.coalesce(inner, F.lit("null")))
+            )
+        return F.when(value.isNotNull(), F.concat(F.lit("{"), F.concat_ws(",", *parts), F.lit("}")))
+    if t.name in ("ARRAY", "MULTISET"):
+        child = t.children[0]
+        items = F.transform(
+            value, lambda x: F.coalesce(_json_text(x, child, ignore_nulls), F.lit("null"))
+        )
+        return F.when(value.isNotNull(), F.concat(F.lit("["), F.array_join(items, ","), F.lit("]")))
+    if t.name == "MAP":
+        value_t = t.children[1]
+        items = F.transform(
+            F.map_entries(value),
+            lambda e: F.concat(
+                _scalar_json(e["key"].cast("string")),
+                F.lit(":"),
+                F.coalesce(_json_text(e["value"], value_t, ignore_nulls), F.lit("null")),
+            ),
+        )
+        return F.when(value.isNotNull(), F.concat(F.lit("{"), F.array_join(items, ","), F.lit("}")))
+    if t.name == "DECIMAL":
+        return value.cast("string")
+    return _scalar_json(value)
+
+
+def encode(
+    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
+) -> SparkColumn:
+    """The fields as one JSON object per row (named by each ``Column``), in UTF-8 bytes.
+
+    Example:
+        >>> value = encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    standard = settings["timestamp-format.standard"]
+    ignore_nulls = bool(settings["encode.ignore-null-fields"])
+    stamps = {"TIMESTAMP", "TIMESTAMP_LTZ"}
+    prepared = [
+        (map_leaves(source, c.flink_type, stamps, lambda v, t: timestamp_text(v, t, standard)), c)
+        for source, c in fields
+    ]
+    row = FlinkType(
+        "ROW",
+        children=tuple(c.flink_type for _, c in prepared),
+        field_names=tuple(c.name for _, c in prepared),
+    )
+    if settings["encode.decimal-as-plain-number"] and _has(row, {"DECIMAL"}):
+        struct = F.struct(*[source.alias(c.name) for source, c in prepared])
+        text = F.coalesce(_json_text(struct, _as_text(row), ignore_nulls), F.lit("{}"))
+    else:
+        text = F.to_json(
+            F.struct(*[source.alias(c.name) for source, c in prepared]),
+            {"ignoreNullFields": "true" if ignore_nulls else "false"},
+        )
+    return text.cast("binary")
+
+
+def _as_text(t: FlinkType) -> FlinkType:
+    """``t`` with timestamps as STRING (they are already text when JSON is built)."""
+    if t.name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return FlinkType("STRING")
+    return FlinkType(t.name, t.params, tuple(_as_text(c) for c in t.children), t.field_names)
+
+
+__all__ = ["decode", "decode_stages", "encode", "skipped"]

@@ -58,7 +58,11 @@ Deliberate differences from Apache Flink's Kafka connector:
   `scan.bounded.mode` = `specific-offsets` stops unlisted partitions at the end of the log.
 - An explicit partition set (Flink's DataStream `setPartitions`) is a Python argument of the
   planner, not a table option.
-- `sink.partitioner` takes a Python class path instead of a Java class.
+- `sink.partitioner` takes a Python class path (a `KafkaPartitioner`) instead of a Java class;
+  a class that cannot be loaded is an error when the table is declared.
+- Spark rows carry no Flink RowKind: a DataFrame written to an `upsert-kafka` sink may carry a
+  `__row_kind` column with Flink's short strings (`+I`, `-U`, `+U`, `-D`); `-D` is written as a
+  tombstone, `-U` is dropped, and rows without it are upserts.
 - `upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are rejected
   for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.
 - The dirty-data options of the vendor's YAML data ingestion (`ingestion.ignore-errors`,

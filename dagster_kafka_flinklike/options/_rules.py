@@ -220,21 +220,13 @@ def sink_rules(
     return guarantee
 
 
-_HEADER_TERM = re.compile(r"!?[^:&|!()]+:[^&|()]*")
-
-
 def header_filter(text: str | None) -> None:
     """``key:value`` terms joined by ``&``/``|``, each optionally negated with ``!``."""
     if text is None:
         return
-    terms = re.split(r"[&|]", text)
-    if not text.strip() or not all(_HEADER_TERM.fullmatch(t.strip()) for t in terms):
-        raise KafkaOptionsError(
-            "Option 'scan.header-filter' must be 'key:value' terms joined by '&' or '|', "
-            "each optionally negated with '!' (no parentheses), e.g. "
-            "'depart:toy|depart:book&!env:test'.",
-            keys=("scan.header-filter",),
-        )
+    from ..source.header_filter import parse_header_filter
+
+    parse_header_filter(text)
 
 
 def column_rules(

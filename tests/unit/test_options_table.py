@@ -356,10 +356,14 @@ def test_valid_changes(changes: dict[str, Any], field: str, expected: Any) -> No
             ("scan.topic-partition-discovery.interval",),
             "'10 s', '5 min'",
         ),
-        ({"scan.header-filter": "depart"}, ("scan.header-filter",), "'key:value' terms"),
-        ({"scan.header-filter": "(a:b|c:d)&e:f"}, ("scan.header-filter",), "no parentheses"),
-        ({"scan.header-filter": "a:b||c:d"}, ("scan.header-filter",), "'key:value' terms"),
-        ({"scan.header-filter": ""}, ("scan.header-filter",), "'key:value' terms"),
+        ({"scan.header-filter": "depart"}, ("scan.header-filter",), "'key:value' conditions"),
+        (
+            {"scan.header-filter": "(a:b|c:d)&e:f"},
+            ("scan.header-filter",),
+            "parentheses are not supported",
+        ),
+        ({"scan.header-filter": "a:b||c:d"}, ("scan.header-filter",), "'key:value' conditions"),
+        ({"scan.header-filter": ""}, ("scan.header-filter",), "'key:value' conditions"),
         (
             {"scan.check.duplicated.group.id": "yes"},
             ("scan.check.duplicated.group.id",),

@@ -1,0 +1,379 @@
+"""Shared benchmark helpers: a broker for one run, a topic filled fast, peak memory figures.
+
+The read and write benchmarks use these so that both start the same way
+(``$KAFKA_BOOTSTRAP_SERVERS`` or an embedded broker in a temporary directory that is removed
+afterwards), produce the same order-like records, and report memory the same way (peak RSS per
+process kind).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # running ``python bench/x.py`` from anywhere
+    sys.path.insert(0, str(ROOT))
+
+#: Producer settings for filling a benchmark topic: large batches, some linger, no compression.
+FAST_PRODUCER = {
+    "acks": "1",
+    "linger.ms": 50,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 100_000,
+    "compression.type": "none",
+    "enable.idempotence": False,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "message.max.bytes": 2_000_000,
+}
+
+
+def log(text: str) -> None:
+    """Print one progress line at once (benchmarks run for minutes; show where they are)."""
+    print(text, flush=True)
+
+
+def env_int(name: str, default: int) -> int:
+    """An integer from the environment (``_`` allowed as in Python literals), else ``default``."""
+    raw = os.environ.get(name, "").strip().replace("_", "")
+    return int(raw) if raw else default
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit`` so ``finally`` blocks stop the broker and clean up."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+@contextmanager
+def bench_kafka() -> Iterator[str]:
+    """Bootstrap servers for one benchmark run.
+
+    ``$KAFKA_BOOTSTRAP_SERVERS`` when set (nothing is started or stopped); otherwise an embedded
+    broker in a fresh temporary directory, stopped and deleted on exit, also on errors.
+    """
+    env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if env:
+        log(f"broker: $KAFKA_BOOTSTRAP_SERVERS = {env}")
+        yield env
+        return
+    from dagster_kafka_flinklike.local import EmbeddedKafka
+
+    tmp = Path(tempfile.mkdtemp(prefix="dkf-bench-"))
+    broker = EmbeddedKafka(tmp / "kafka")
+    try:
+        began = time.monotonic()
+        bootstrap = broker.start(timeout=180)
+        log(f"broker: embedded Kafka at {bootstrap} in {tmp} ({time.monotonic() - began:.1f}s)")
+        yield bootstrap
+    finally:
+        broker.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        log(f"broker: stopped, {tmp} deleted")
+
+
+def create_topic(
+    bootstrap: str, name: str, partitions: int, config: Mapping[str, str] | None = None
+) -> str:
+    """Create ``name`` with ``partitions`` partitions and wait until every one has a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, 1, config=dict(config or {}))], operation_timeout=30
+    )
+    futures[name].result(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = admin.list_topics(topic=name, timeout=10).topics.get(name)
+        if (
+            info is not None
+            and len(info.partitions) == partitions
+            and all(p.leader >= 0 and p.error is None for p in info.partitions.values())
+        ):
+            return name
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} has no leader for all {partitions} partitions after 60s")
+
+
+def delete_topic(bootstrap: str, name: str) -> None:
+    """Delete ``name`` (a benchmark's topic on a broker that outlives the run); errors ignored."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+    except Exception as exc:  # cleanup only: report and go on
+        log(f"could not delete topic {name}: {exc}")
+
+
+def order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
+    """JSON order values cut around their order id: ``(before, after)`` byte pairs.
+
+    Record ``i`` is ``before + <19-digit id i> + after``: ~200-byte orders as the demo's
+    (``dagster_kafka_flinklike.local.orders``) with unique ids, at a few hundred ns each.
+    """
+    from dagster_kafka_flinklike.local.orders import generate_orders
+
+    templates = []
+    for order in generate_orders(0, count):
+        marker = "@@ID@@"
+        text = json.dumps({**order, "order_id": marker}, separators=(",", ":")).encode()
+        before, after = text.split(marker.encode())
+        templates.append((before, after))
+    return templates
+
+
+def _produce_share(
+    bootstrap: str,
+    topic: str,
+    partitions: list[int],
+    lo: int,
+    hi: int,
+    compression: str,
+    errors: Any,
+) -> None:
+    """Produce records ``lo..hi-1`` round-robin over ``partitions`` (a producer process)."""
+    from confluent_kafka import Producer
+
+    templates = order_templates()
+    width = len(templates)
+    failed = [0]
+
+    def on_error(err: Any) -> None:
+        failed[0] += 1
+        if failed[0] <= 3:
+            log(f"producer error: {err}")
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            **FAST_PRODUCER,
+            "compression.type": compression,
+            "error_cb": on_error,
+        }
+    )
+    produce = producer.produce
+    nparts = len(partitions)
+    for i in range(lo, hi):
+        before, after = templates[i % width]
+        key = b"%019d" % i
+        while True:
+            try:
+                produce(topic, before + key + after, key, partition=partitions[i % nparts])
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 50_000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    errors.put(failed[0] + left)
+
+
+def produce_orders(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    partitions: int,
+    *,
+    processes: int = 2,
+    compression: str = "none",
+) -> float:
+    """Fill ``topic`` with ``records`` order JSON records as fast as a raw producer loop can.
+
+    ``processes`` producer processes share the partitions; each uses large batches with 50 ms
+    linger and ``compression`` (``none`` by default). The end offsets are checked afterwards.
+
+    Returns:
+        Records per second of the whole fill.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    errors = ctx.Queue()
+    processes = max(1, min(processes, partitions))
+    shares = [list(range(partitions))[i::processes] for i in range(processes)]
+    bounds = [records * i // processes for i in range(processes + 1)]
+    began = time.monotonic()
+    procs = [
+        ctx.Process(
+            target=_produce_share,
+            args=(bootstrap, topic, shares[i], bounds[i], bounds[i + 1], compression, errors),
+        )
+        for i in range(processes)
+    ]
+    for proc in procs:
+        proc.start()
+    failures = sum(errors.get(timeout=3600) for _ in procs)
+    for proc in procs:
+        proc.join()
+    elapsed = time.monotonic() - began
+    if failures or any(p.exitcode for p in procs):
+        raise RuntimeError(f"producing to {topic} failed ({failures} errors)")
+    total = sum(end_offsets(bootstrap, topic, partitions).values())
+    if total != records:
+        raise RuntimeError(f"{topic} holds {total} records after producing {records}")
+    return records / elapsed
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """The high watermark of every partition of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dkf-bench-offsets"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def self_peak_rss_mb() -> float:
+    """Peak resident memory of this process (``getrusage`` reports KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def proc_status_mb(pid: int, key: str = "VmHWM") -> float | None:
+    """``VmHWM`` (peak RSS) or another ``/proc/<pid>/status`` size in MiB; ``None`` if gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                # The command may contain spaces and parentheses: fields follow the last ')'.
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``."""
+    children = _children_map()
+    found: list[int] = []
+    todo = list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
+
+
+def process_kind(pid: int) -> str:
+    """``spark-jvm``, ``spark-python`` (daemon and workers), ``kafka-broker`` or ``other``."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            text = cmdline.read().replace(b"\0", b" ")
+    except OSError:
+        return "gone"
+    if b"kafka.Kafka" in text:
+        return "kafka-broker"
+    if b"org.apache.spark" in text:
+        return "spark-jvm"
+    if b"pyspark.daemon" in text or b"pyspark.worker" in text:
+        return "spark-python"
+    return "other"
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds ``pid`` has used (all its threads); ``None`` if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # Fields after the command: state is index 0, utime 11, stime 12 (man 5 proc).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_pid(kinds: tuple[str, ...]) -> dict[int, float]:
+    """CPU seconds of every descendant of this process whose :func:`process_kind` is listed."""
+    result: dict[int, float] = {}
+    for pid in descendants(os.getpid()):
+        if process_kind(pid) in kinds:
+            used = cpu_seconds(pid)
+            if used is not None:
+                result[pid] = used
+    return result
+
+
+@dataclass
+class RssSampler:
+    """Samples ``VmHWM`` of every descendant of this process in a background thread.
+
+    ``VmHWM`` is each process's own peak, so sampling every ``interval`` seconds loses only
+    the growth of a process in its last interval before it exits.
+    """
+
+    interval: float = 0.25
+    peaks: dict[int, tuple[str, float]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        """Record the current peak of every descendant."""
+        for pid in descendants(os.getpid()):
+            hwm = proc_status_mb(pid)
+            if hwm is None:
+                continue
+            kind = self.peaks[pid][0] if pid in self.peaks else process_kind(pid)
+            old = self.peaks.get(pid, (kind, 0.0))[1]
+            self.peaks[pid] = (kind, max(old, hwm))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def start(self) -> RssSampler:
+        """Start sampling in a daemon thread."""
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Take a last sample and stop the thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+    def by_kind(self) -> dict[str, float]:
+        """The largest peak per process kind, in MiB."""
+        result: dict[str, float] = {}
+        for kind, peak in self.peaks.values():
+            result[kind] = round(max(result.get(kind, 0.0), peak), 1)
+        return result

@@ -1,0 +1,473 @@
+"""Read benchmark: our Spark reader against a raw confluent-kafka consume loop, in one run.
+
+Fills a 6-partition topic with ``$BENCH_RECORDS`` (default 5,000,000) ~220-byte JSON orders,
+then measures records per second of
+
+- ``raw_loop_rps``: a raw batch-consume loop in as many processes as Spark has task slots,
+  each assigned its share of the partitions (also: one process, and the loop with Python's
+  garbage collector paused as the reader pauses it);
+- ``reader_rps``: ``read_splits`` over the planned splits into Spark's no-op sink, raw value
+  bytes only; ``reader_fields_rps`` the same with the fields JSON decoding reads;
+- ``reader_json_rps``: the reader plus JSON decoding into the order schema (``decode_records``);
+
+the CPU time per record of each, and the peak RSS of the driver, the Spark JVM and the Spark
+Python workers. The last line printed is one JSON object with every figure; see
+``bench/README.md``.
+
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (1; best of n),
+``BENCH_BATCH`` (the reader's batch size), ``BENCH_COMPRESSION`` (``none`` or ``lz4``),
+``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import _common as common
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def _raw_worker(
+    settings: Mapping[str, Any],
+    topic: str,
+    partitions: list[int],
+    expected: int,
+    batch: int,
+    gc_paused: bool,
+    go: Any,
+    results: Any,
+) -> None:
+    """One raw-loop process: consume ``partitions`` from the start until ``expected`` records.
+
+    Each message is checked for an error and has its ``value()`` touched; nothing is decoded.
+    With ``gc_paused`` the cyclic garbage collector is off, as the reader has it while it
+    consumes.
+    """
+    import gc
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    if gc_paused:
+        gc.disable()
+    go.wait()
+    began = time.monotonic()
+    cpu = time.process_time()  # this process's threads, librdkafka's included
+    consumer = Consumer(dict(settings))
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    count = 0
+    last = began
+    try:
+        while count < expected:
+            messages = consumer.consume(num_messages=min(batch, expected - count), timeout=1.0)
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    message.value()
+                    count += 1
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"raw loop on {topic} {partitions}: {error.str()}")
+            now = time.monotonic()
+            if messages:
+                last = now
+            elif now - last > 120:
+                raise RuntimeError(f"raw loop on {topic} {partitions} stalled at {count} records")
+    finally:
+        consumer.close()
+    elapsed = time.monotonic() - began
+    results.put((count, elapsed, common.self_peak_rss_mb(), time.process_time() - cpu))
+
+
+def raw_loop(
+    settings: Mapping[str, Any],
+    topic: str,
+    ends: Mapping[int, int],
+    processes: int,
+    batch: int,
+    *,
+    gc_paused: bool = False,
+) -> tuple[float, float, float]:
+    """Records/s of ``processes`` raw-loop processes sharing the partitions, their peak RSS
+    and the CPU seconds they used.
+
+    Processes are started first and released together, so interpreter start-up is not timed;
+    consumer creation, fetching and closing are.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    go = ctx.Event()
+    results = ctx.Queue()
+    partitions = sorted(ends)
+    shares = [partitions[i::processes] for i in range(processes)]
+    procs = [
+        ctx.Process(
+            target=_raw_worker,
+            args=(
+                settings,
+                topic,
+                share,
+                sum(ends[p] for p in share),
+                batch,
+                gc_paused,
+                go,
+                results,
+            ),
+        )
+        for share in shares
+    ]
+    for proc in procs:
+        proc.start()
+    time.sleep(1.0)  # let the interpreters import confluent_kafka before the clock starts
+    began = time.monotonic()
+    go.set()
+    outcome = [results.get(timeout=3600) for _ in procs]
+    elapsed = time.monotonic() - began
+    for proc in procs:
+        proc.join()
+    records = sum(r[0] for r in outcome)
+    if records != sum(ends.values()) or any(p.exitcode for p in procs):
+        raise RuntimeError(f"raw loop read {records} records of {sum(ends.values())}")
+    return records / elapsed, max(r[2] for r in outcome), sum(r[3] for r in outcome)
+
+
+def start_spark() -> SparkSession:
+    """The local Spark session the library's resources build (``local[2]``)."""
+    from pyspark.sql import SparkSession
+
+    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
+
+    config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
+    prepare_spark_environment(config["spark.master"])
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def output_rows(spark: SparkSession) -> int:
+    """Rows the last SQL execution produced: its largest "number of output rows" metric.
+
+    Spark counts them anyway, so the timed runs need no extra counting operator.
+    """
+    # Metrics reach the status store through the asynchronous listener bus: drain it first.
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)  # type: ignore[union-attr]
+    store = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
+    executions = store.executionsList()
+    last = executions.apply(executions.size() - 1)
+    values = store.executionMetrics(last.executionId())
+    rows = 0
+    metrics = last.metrics().iterator()
+    while metrics.hasNext():
+        metric = metrics.next()
+        value = values.get(metric.accumulatorId())
+        if metric.name() == "number of output rows" and value.isDefined():
+            rows = max(rows, int(str(value.get()).replace(",", "")))
+    return rows
+
+
+def timed_noop_write(spark: SparkSession, df: DataFrame) -> tuple[float, int, float]:
+    """Seconds to write ``df`` to the no-op sink, its row count, and the CPU seconds the Spark
+    JVM and Python workers used meanwhile."""
+    kinds = ("spark-jvm", "spark-python")
+    cpu_before = common.cpu_by_pid(kinds)
+    began = time.monotonic()
+    df.write.format("noop").mode("overwrite").save()
+    elapsed = time.monotonic() - began
+    cpu_after = common.cpu_by_pid(kinds)
+    cpu = sum(used - cpu_before.get(pid, 0.0) for pid, used in cpu_after.items())
+    return elapsed, output_rows(spark), cpu
+
+
+def dirty_rows(decoded: DataFrame) -> tuple[int, int]:
+    """Rows and dirty rows (``__dkf_error`` set) of a decoded DataFrame, in one pass."""
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.source.records import ERROR
+
+    row = decoded.agg(F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("dirty"))
+    first = row.collect()[0]
+    return int(first["rows"]), int(first["dirty"])
+
+
+def _worker_rss(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each Spark Python worker reports its pid and its own peak RSS."""
+    import os
+    import resource
+
+    import pyarrow as pa
+
+    for batch in batches:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        yield pa.RecordBatch.from_pydict(
+            {"pid": [os.getpid()] * batch.num_rows, "rss_mb": [rss] * batch.num_rows}
+        )
+
+
+def worker_peaks(spark: SparkSession, tasks: int) -> dict[int, float]:
+    """Peak RSS per Spark Python worker, reported by the workers themselves (a tiny job)."""
+    rows = spark.range(0, tasks, 1, tasks).mapInArrow(_worker_rss, "pid long, rss_mb double")
+    peaks: dict[int, float] = {}
+    for row in rows.collect():
+        peaks[row["pid"]] = max(peaks.get(row["pid"], 0.0), row["rss_mb"])
+    return peaks
+
+
+@dataclass
+class Workload:
+    """The filled topic and everything the measurements read it with."""
+
+    topic: str
+    records: int
+    ends: dict[int, int]
+    spec: Any  # KafkaTableSpec of the orders (JSON)
+    consumer_config: dict[str, Any]
+    splits: tuple[Any, ...]
+    fields: tuple[str, ...]
+    batch: int
+
+
+def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Workload:
+    """Plan the read of the filled ``topic`` the way the library plans a run."""
+    from dagster_kafka_flinklike import KafkaTableSpec
+    from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS
+    from dagster_kafka_flinklike.options import client_config
+    from dagster_kafka_flinklike.source import plan_source
+    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+    from dagster_kafka_flinklike.source.reader import DEFAULT_BATCH_SIZE
+    from dagster_kafka_flinklike.source.records import record_fields
+
+    spec = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "properties.bootstrap.servers": bootstrap,
+            "properties.group.id": "dkf-read-bench",
+            "scan.startup.mode": "earliest-offset",
+            "format": "json",
+        },
+        columns=ORDER_COLUMNS,
+    )
+    admin = KafkaAdmin(spec.properties)
+    plan = plan_source(spec, admin.partitions(spec.topics), admin)
+    workload = Workload(
+        topic=topic,
+        records=records,
+        ends=common.end_offsets(bootstrap, topic, partitions),
+        spec=spec,
+        consumer_config=client_config(spec.properties),
+        splits=plan.splits,
+        fields=record_fields(spec),
+        batch=common.env_int("BENCH_BATCH", DEFAULT_BATCH_SIZE),
+    )
+    common.log(
+        f"plan: {len(plan.splits)} splits of {plan.pending_offsets:,} offsets; JSON path "
+        f"fields {', '.join(workload.fields)}; batch size {workload.batch:,}"
+    )
+    return workload
+
+
+def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
+    """A small read and decode: JVM and Python workers start, code is compiled; not timed.
+
+    The timed JSON runs only count rows, so this also checks that the orders decode cleanly.
+    """
+    from dagster_kafka_flinklike.source import KafkaSplit
+    from dagster_kafka_flinklike.source.reader import read_splits
+    from dagster_kafka_flinklike.source.records import decode_records
+
+    warm = [KafkaSplit(work.topic, p, 0, min(end, 5_000)) for p, end in work.ends.items()]
+    warm = warm[:slots]
+    df = read_splits(spark, warm, work.consumer_config, work.fields, batch_size=work.batch)
+    timed_noop_write(spark, df)
+    timed_noop_write(spark, decode_records(work.spec, df))
+    rows, dirty = dirty_rows(decode_records(work.spec, df))
+    if rows != sum(s.size for s in warm) or dirty:
+        raise RuntimeError(f"decoding the warm-up orders gave {rows} rows, {dirty} dirty")
+    common.log(f"spark: {slots} task slots, warmed up; {rows:,} orders decode cleanly")
+
+
+#: Per measurement: (records/s, seconds, CPU seconds) of every repeat.
+Runs = dict[str, list[tuple[float, float, float]]]
+
+
+def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tuple[Runs, float]:
+    """Every timed measurement, ``repeats`` times, interleaved; and the raw loops' peak RSS."""
+    from dagster_kafka_flinklike.source.reader import consumer_settings, read_splits
+    from dagster_kafka_flinklike.source.records import decode_records
+
+    records = work.records
+    settings = consumer_settings(work.consumer_config)
+    runs: Runs = {
+        name: [] for name in ("single", "raw", "raw_gc_paused", "reader", "fields", "json")
+    }
+    raw_rss = 0.0
+
+    def record(name: str, label: str, seconds: float, cpu: float) -> None:
+        runs[name].append((records / seconds, seconds, cpu))
+        common.log(
+            f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
+            f"{cpu / records * 1e6:.2f} CPU µs/record)"
+        )
+
+    rps, raw_rss, cpu = raw_loop(settings, work.topic, work.ends, 1, work.batch)
+    record("single", "raw loop, 1 process", records / rps, cpu)
+    for attempt in range(1, repeats + 1):
+        tag = f" (run {attempt}/{repeats})" if repeats > 1 else ""
+        for name, label, paused in (
+            ("raw", f"raw loop, {slots} processes", False),
+            ("raw_gc_paused", f"raw loop, {slots} processes, GC paused", True),
+        ):
+            rps, rss, cpu = raw_loop(
+                settings, work.topic, work.ends, slots, work.batch, gc_paused=paused
+            )
+            raw_rss = max(raw_rss, rss)
+            record(name, label + tag, records / rps, cpu)
+
+        for name, label, columns in (
+            ("reader", "reader (value) -> noop", ("value",)),
+            ("fields", f"reader ({', '.join(work.fields)}) -> noop", work.fields),
+        ):
+            df = read_splits(
+                spark, work.splits, work.consumer_config, columns, batch_size=work.batch
+            )
+            seconds, rows, cpu = timed_noop_write(spark, df)
+            if rows != records:
+                raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
+            record(name, label + tag, seconds, cpu)
+
+        raw = read_splits(
+            spark, work.splits, work.consumer_config, work.fields, batch_size=work.batch
+        )
+        seconds, rows, cpu = timed_noop_write(spark, decode_records(work.spec, raw))
+        if rows != records:
+            raise RuntimeError(f"reader + JSON returned {rows} rows, expected {records}")
+        record("json", f"reader + JSON -> noop{tag}", seconds, cpu)
+    return runs, raw_rss
+
+
+def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]:
+    """The figures of the summary line: best of the repeats, ratios, CPU and memory."""
+    best = {name: max(r[0] for r in results) for name, results in runs.items()}
+    fastest = {name: min(r[1] for r in results) for name, results in runs.items()}
+    cpu_us = {
+        name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
+    }
+    return {
+        "raw_loop_rps": round(best["raw"]),
+        "raw_loop_single_rps": round(best["single"]),
+        "raw_loop_gc_paused_rps": round(best["raw_gc_paused"]),
+        "reader_rps": round(best["reader"]),
+        "reader_fields_rps": round(best["fields"]),
+        "reader_json_rps": round(best["json"]),
+        "ratio_raw": round(best["reader"] / best["raw"], 3),
+        "ratio_fields": round(best["fields"] / best["raw"], 3),
+        "ratio_json": round(best["json"] / best["raw"], 3),
+        "ratio_raw_gc_paused": round(best["reader"] / best["raw_gc_paused"], 3),
+        "decode_cost_s": round(fastest["json"] - fastest["fields"], 2),
+        "decode_share": round(1 - best["json"] / best["fields"], 3),
+        "cpu_us_per_record": {
+            "raw_loop": cpu_us["raw"],
+            "raw_loop_single": cpu_us["single"],
+            "raw_loop_gc_paused": cpu_us["raw_gc_paused"],
+            "reader": cpu_us["reader"],
+            "reader_fields": cpu_us["fields"],
+            "reader_json": cpu_us["json"],
+        },
+        "peak_rss_mb": max(
+            rss["driver"],
+            rss["spark_jvm"],
+            rss["spark_python_workers"],
+            rss["spark_python_workers_self_reported"],
+        ),
+        "rss_mb": rss,
+    }
+
+
+def run() -> dict[str, Any]:
+    """The whole benchmark; returns the summary printed as the last line."""
+    records = common.env_int("BENCH_RECORDS", 5_000_000)
+    partitions = common.env_int("BENCH_PARTITIONS", 6)
+    repeats = max(1, common.env_int("BENCH_REPEATS", 1))
+    compression = os.environ.get("BENCH_COMPRESSION", "none").strip() or "none"
+    summary: dict[str, Any] = {
+        "records": records,
+        "partitions": partitions,
+        "repeats": repeats,
+        "compression": compression,
+        "load_avg_1m_start": round(os.getloadavg()[0], 2),
+    }
+    sampler = common.RssSampler().start()
+    with common.bench_kafka() as bootstrap:
+        topic = common.create_topic(bootstrap, f"dkf-read-bench-{uuid.uuid4().hex[:8]}", partitions)
+        try:
+            common.log(
+                f"produce: {records:,} JSON orders to {topic} ({partitions} partitions, "
+                f"compression {compression}, 2 producer processes)..."
+            )
+            produce_rps = common.produce_orders(
+                bootstrap, topic, records, partitions, compression=compression
+            )
+            common.log(f"produce: {produce_rps:,.0f} records/s")
+            work = prepare(bootstrap, topic, records, partitions)
+            common.log("spark: starting local session (not timed)...")
+            spark = start_spark()
+            try:
+                slots = spark.sparkContext.defaultParallelism
+                warm_up(spark, work, slots)
+                runs, raw_rss = measure(spark, work, slots, repeats)
+                reported = worker_peaks(spark, 4 * slots)
+            finally:
+                sampler.stop()  # before the JVM and its workers exit
+                spark.stop()
+        finally:
+            common.delete_topic(bootstrap, topic)
+    kinds = sampler.by_kind()
+    rss: dict[str, float] = {
+        "driver": round(common.self_peak_rss_mb(), 1),
+        "spark_jvm": kinds.get("spark-jvm", 0.0),
+        "spark_python_workers": kinds.get("spark-python", 0.0),
+        "spark_python_workers_self_reported": round(max(reported.values(), default=0.0), 1),
+        "raw_loop_process": round(raw_rss, 1),
+    }
+    if "kafka-broker" in kinds:
+        rss["kafka_broker"] = kinds["kafka-broker"]
+    summary.update(summarize(runs, records, rss))
+    summary.update(
+        {
+            "processes": slots,
+            "splits": len(work.splits),
+            "batch_size": work.batch,
+            "produce_rps": round(produce_rps),
+            "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        }
+    )
+    return summary
+
+
+def main() -> None:
+    """Run the benchmark and print the summary as the last line (JSON)."""
+    common.exit_on_sigterm()
+    began = time.monotonic()
+    summary = run()
+    summary["total_s"] = round(time.monotonic() - began, 1)
+    common.log(
+        f"summary: reader {summary['ratio_raw']:.2f}x the raw loop "
+        f"({summary['ratio_fields']:.2f}x with the JSON path's fields), reader + JSON "
+        f"{summary['ratio_json']:.2f}x; JSON decoding takes {summary['decode_share']:.0%} of "
+        f"the reader's throughput; peak RSS {summary['peak_rss_mb']:.0f} MiB"
+    )
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()

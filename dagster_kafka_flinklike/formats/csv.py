@@ -1,0 +1,319 @@
+"""The ``csv`` format: one CSV row per record, read with ``from_csv``, written with ``to_csv``.
+
+Decoding follows Flink's CSV format:
+
+- ``field-delimiter``, ``quote-character`` (a doubled quote inside a quoted field is a literal
+  quote), ``disable-quote-character``, ``escape-character`` (escapes inside quoted fields; none
+  by default), ``allow-comments`` (a record starting with ``#`` yields no row).
+- A row whose number of fields differs from the table's is dirty, as is a value that does not
+  convert to its column's type (an empty field is an empty STRING and is dirty for numbers,
+  dates and timestamps, as in Flink).
+- ``null-literal``: a field with exactly this text is NULL (no literal by default).
+- ``array-element-delimiter`` separates the elements of an ARRAY column and the fields of a
+  ROW column. Elements and nested fields are scalars; MAP and MULTISET are not supported.
+- Scalars convert as in the ``json`` format; TIMESTAMP is ``2020-12-30 12:13:14.123`` and
+  TIMESTAMP_LTZ the same in UTC, with or without a trailing ``Z`` (written with it).
+- ``ignore-parse-errors``: a failing record is still dirty (counted and collected) but
+  tolerated: the run skips it instead of failing.
+- A null or empty value yields no row; one trailing line break is ignored.
+
+Encoding writes the same shape; ``write-bigdecimal-in-scientific-notation`` = false writes
+DECIMAL as plain digits. With quoting disabled fields are joined as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KafkaOptionsError
+from ..options import Column, FlinkType, FormatSpec
+from .json import Stager, first_error, leaf, leaf_error, leaf_value, timestamp_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+CORRUPT = "__dkf_corrupt_record"
+#: Text Spark reads as NULL; never written by a user, so only empty fields read as Spark NULL.
+_NO_NULL = "\u0000dkf-no-null-literal\u0000"
+_NESTED = {"ARRAY", "ROW"}
+_UNSUPPORTED = {"MAP", "MULTISET"}
+
+
+def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
+    from . import format_settings
+
+    return format_settings("csv", options)
+
+
+def _check_type(column: Column) -> None:
+    t = column.flink_type
+    if t.name in _UNSUPPORTED or (
+        t.name in _NESTED and any(c.name in _NESTED | _UNSUPPORTED for c in t.children)
+    ):
+        raise KafkaOptionsError(
+            f"The 'csv' format cannot hold column '{column.name}' of type {t}: it supports "
+            f"scalars, and ARRAY and ROW of scalars (elements separated by "
+            f"'csv.array-element-delimiter'); use the 'json' format for nested data.",
+            keys=("format",),
+        )
+
+
+def _spark_options(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Spark CSV options equivalent to the format's settings (shared by reading and writing)."""
+    quote = settings.get("quote-character")
+    escape = settings.get("escape-character")
+    options = {
+        "sep": settings["field-delimiter"],
+        "quote": quote if quote is not None else "",
+        "escape": escape or quote or "\u0000",
+        "ignoreLeadingWhiteSpace": "false",
+        "ignoreTrailingWhiteSpace": "false",
+        "emptyValue": "",
+    }
+    if settings["allow-comments"]:
+        options["comment"] = "#"
+    return options
+
+
+def _delimiter_regex(settings: Mapping[str, Any]) -> str:
+    return "\\Q" + str(settings["array-element-delimiter"]) + "\\E"
+
+
+def _nullable(text: SparkColumn, literal: str | None) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    return text if literal is None else F.when(text != F.lit(literal), text)
+
+
+def _scalar_text(text: SparkColumn, t: FlinkType) -> SparkColumn:
+    """The text as the JSON converters read it (TIMESTAMP_LTZ with its ``Z``)."""
+    from pyspark.sql import functions as F
+
+    if t.name == "TIMESTAMP_LTZ":
+        return F.when(text.endswith("Z"), text).otherwise(F.concat(text, F.lit("Z")))
+    return text
+
+
+def _scalar(text: SparkColumn, t: FlinkType, path: str) -> tuple[SparkColumn, SparkColumn | None]:
+    return leaf(_scalar_text(text, t), t, path, "SQL")
+
+
+def _convert(
+    text: SparkColumn, t: FlinkType, path: str, settings: Mapping[str, Any]
+) -> tuple[SparkColumn, SparkColumn | None]:
+    """One field's text (null for NULL) converted to ``t``; also its error column."""
+    from pyspark.sql import functions as F
+
+    literal = settings.get("null-literal")
+    if t.name not in _NESTED:
+        return _scalar(text, t, path)
+    parts = F.when(text == F.lit(""), F.array().cast("array<string>")).otherwise(
+        F.split(text, _delimiter_regex(settings), -1)
+    )
+    if t.name == "ARRAY":
+        child, where = t.children[0], f"{path}[*]"
+
+        def element(x: SparkColumn) -> SparkColumn:
+            value, error = _scalar(_nullable(x, literal), child, where)
+            return F.struct(value.alias("v"), _error_or_null(error).alias("e"))
+
+        pairs = F.transform(parts, element)
+        errors = F.aggregate(pairs, F.lit(None).cast("string"), lambda a, p: F.coalesce(a, p["e"]))
+        return F.when(text.isNotNull(), F.transform(pairs, lambda p: p["v"])), errors
+    n = len(t.children)
+    values, errors_list = [], []
+    for i, (name, child) in enumerate(zip(t.field_names, t.children, strict=True)):
+        value, error = _scalar(_nullable(F.get(parts, i), literal), child, f"{path}.{name}")
+        values.append(value.alias(name))
+        errors_list.append(error)
+    arity = F.when(
+        text.isNotNull() & (F.size(parts) != F.lit(n)),
+        F.concat(
+            F.lit(f"field '{path}': row length mismatch, {n} fields expected but was "),
+            F.size(parts).cast("string"),
+        ),
+    )
+    return F.when(text.isNotNull(), F.struct(*values)), first_error([arity, *errors_list])
+
+
+def _error_or_null(error: SparkColumn | None) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    return error if error is not None else F.lit(None).cast("string")
+
+
+def _text(raw: SparkColumn) -> SparkColumn:
+    """The record as text without one trailing line break."""
+    from pyspark.sql import functions as F
+
+    text = raw.cast("string")
+    return F.when(text.endswith("\n"), F.regexp_replace(text, "\\r?\\n\\z", "")).otherwise(text)
+
+
+def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+    """Records that yield no row: a null or empty value, or a comment when comments are allowed."""
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    out = raw.isNull() | ((F.length(raw) <= F.lit(2)) & (_text(raw) == F.lit("")))
+    if settings["allow-comments"]:
+        out = out | (raw.substr(1, 1) == F.lit(bytearray(b"#")))
+    return out
+
+
+def _decode(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    stager: Stager,
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    from pyspark.sql import functions as F
+
+    for column in columns:
+        _check_type(column)
+    settings = _settings(options)
+    n = len(columns)
+    if n == 0:
+        return _finish(raw, F.struct(F.lit(True).alias("__dkf_row")), None, settings, options)
+    text = _text(raw)
+    spark_options = {
+        **_spark_options(settings),
+        "mode": "PERMISSIVE",
+        "columnNameOfCorruptRecord": CORRUPT,
+        "nullValue": _NO_NULL,
+    }
+
+    def schema(count: int) -> str:
+        return ", ".join([*(f"_c{i} STRING" for i in range(count)), f"{CORRUPT} STRING"])
+
+    parsed = stager.put(0, "parsed", F.from_csv(text, schema(n), spark_options))
+    literal = settings.get("null-literal")
+    values, errors = [], []
+    for i, column in enumerate(columns):
+        t = column.flink_type
+        field = _nullable(F.coalesce(parsed[f"_c{i}"], F.lit("")), literal)
+        if t.name in _NESTED:
+            value, error = _convert(field, t, column.name, settings)
+            value = stager.put(1, f"v{i}", value)
+            if error is not None:
+                error = stager.put(1, f"e{i}", error)
+        else:
+            text_i = _scalar_text(field, t)
+            value = stager.put(1, f"v{i}", leaf_value(text_i, t, column.name, "SQL"))
+            error = leaf_error(text_i, value, t, column.name)
+        values.append(value.alias(column.name))
+        errors.append(error)
+    more = F.from_csv(text, schema(n + 1), spark_options)[f"_c{n}"].isNotNull()
+    shape = F.when(
+        parsed[CORRUPT].isNotNull(),
+        F.concat(
+            F.lit(f"row length mismatch: {n} fields expected but got "),
+            F.when(more, F.lit("more")).otherwise(F.lit("fewer")),
+            F.lit(": "),
+            F.substring(text, 1, 60),
+        ),
+    )
+    field_error = first_error(errors)
+    error = shape if field_error is None else shape.otherwise(field_error)
+    return _finish(raw, F.struct(*values), error, settings, options)
+
+
+def decode(
+    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    """Decode ``raw`` CSV rows into a struct of ``columns``, an error and a tolerated flag.
+
+    Example:
+        >>> struct, error, ok = decode(F.col("value"), [Column("id", "INT")], {})  # doctest: +SKIP
+    """
+    return _decode(raw, columns, options, Stager(None, 0))
+
+
+def decode_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str,
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """:func:`decode` split into projections (see :func:`.json.decode_stages`)."""
+    stager = Stager(prefix, 2)
+    result = _decode(raw, columns, options, stager)
+    return stager.stages, result
+
+
+def _finish(
+    raw: SparkColumn,
+    struct: SparkColumn,
+    error: SparkColumn | None,
+    settings: Mapping[str, Any],
+    options: FormatSpec | Mapping[str, Any],
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    from pyspark.sql import functions as F
+
+    out = skipped(raw, options)
+    error = F.when(~out, error if error is not None else F.lit(None).cast("string"))
+    tolerated = error.isNotNull() & F.lit(bool(settings["ignore-parse-errors"]))
+    return F.when(~out, struct), error, tolerated
+
+
+def _field_text(value: SparkColumn, t: FlinkType, settings: Mapping[str, Any]) -> SparkColumn:
+    """The text Flink's CSV format writes for one scalar (null stays null)."""
+    from pyspark.sql import functions as F
+
+    if t.name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return timestamp_text(value, t, "SQL")
+    if t.name in ("BYTES", "VARBINARY", "BINARY"):
+        return F.base64(value)
+    if t.name == "DECIMAL" and settings["write-bigdecimal-in-scientific-notation"]:
+        # Spark's CSV writer prints a decimal as Java's BigDecimal.toString(), as Flink does.
+        return F.when(value.isNotNull(), F.to_csv(F.struct(value.alias("d"))))
+    return value.cast("string")
+
+
+def _encodable(value: SparkColumn, t: FlinkType, settings: Mapping[str, Any]) -> SparkColumn:
+    """The text of one column: nested values joined by the array element delimiter."""
+    from pyspark.sql import functions as F
+
+    literal = settings.get("null-literal") or ""
+    delimiter = str(settings["array-element-delimiter"])
+    if t.name == "ARRAY":
+        child = t.children[0]
+        items = F.transform(value, lambda x: _field_text(x, child, settings))
+        return F.array_join(items, delimiter, literal)
+    if t.name == "ROW":
+        items = F.array(
+            *[
+                _field_text(value[n], c, settings)
+                for n, c in zip(t.field_names, t.children, strict=True)
+            ]
+        )
+        return F.when(value.isNotNull(), F.array_join(items, delimiter, literal))
+    return _field_text(value, t, settings)
+
+
+def encode(
+    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
+) -> SparkColumn:
+    """The fields as one CSV row per record (no line break), in UTF-8 bytes.
+
+    Example:
+        >>> value = encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    for _, column in fields:
+        _check_type(column)
+    prepared = [(_encodable(source, c.flink_type, settings), c) for source, c in fields]
+    literal = settings.get("null-literal") or ""
+    if settings.get("quote-character") is None:
+        texts = [F.coalesce(v, F.lit(literal)) for v, _ in prepared]
+        text = F.concat_ws(str(settings["field-delimiter"]), *texts)
+    else:
+        options_ = {**_spark_options(settings), "nullValue": literal}
+        text = F.to_csv(F.struct(*[v.alias(c.name) for v, c in prepared]), options_)
+    return text.cast("binary")
+
+
+__all__ = ["decode", "decode_stages", "encode", "skipped"]

@@ -1,0 +1,422 @@
+"""Exactly-once sink: the run's output and its source offsets commit in one Kafka transaction.
+
+One transactional producer on the driver streams the result out of Spark (Arrow batches, one
+Spark partition at a time) inside a transaction that also carries the source offsets
+(``send_offsets_to_transaction``), so Kafka holds the authoritative checkpoint and a crash at
+any point yields neither loss nor duplicates. The order matters:
+
+1. ``init_transactions`` with the stable ``transactional.id``: fences a previous run of the
+   asset and completes or aborts its lingering transaction;
+2. the source groups' committed offsets are read with require-stable semantics;
+3. the run plans and reads from them, produces, sends the offsets, commits. A commit that times
+   out is retried, never aborted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DeliveryError, KafkaOptionsError, TransactionError
+from ..options import DeliveryGuarantee, client_config
+from ..source.offsets import TopicPartition
+from .serializer import SEQUENCE
+from .writer import WriteResult, producer_config
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+_log = logging.getLogger(__name__)
+
+#: Used when neither the table nor the broker says otherwise: the broker's default maximum.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+#: Never ask for more than this, whatever the broker allows (Flink's default).
+MAX_DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
+#: Fail the run (and abort) when this share of the transaction timeout has passed unfinished.
+TIMEOUT_SAFETY = 0.9
+_REQUEST_TIMEOUT_S = 30.0
+_STATS_INTERVAL_MS = 500
+
+
+def transactional_id(prefix: str, asset: str, index: int = 0) -> str:
+    """The stable ``transactional.id`` of producer ``index`` of an asset's sink.
+
+    Stable across runs, so ids do not multiply and each run fences the one before.
+
+    Example:
+        >>> transactional_id("orders-sink", "channel_revenue")
+        'orders-sink-channel_revenue-0'
+    """
+    return f"{prefix}-{asset}-{index}"
+
+
+def broker_max_transaction_timeout_ms(properties: Mapping[str, str]) -> int | None:
+    """The smallest ``transaction.max.timeout.ms`` of the cluster's brokers (None if unknown)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    config: dict[str, Any] = dict(client_config(properties, role="admin"))
+    admin = AdminClient(config)
+    brokers = admin.list_topics(timeout=_REQUEST_TIMEOUT_S).brokers
+    resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
+    if not resources:
+        return None
+    values = []
+    for future in admin.describe_configs(resources, request_timeout=_REQUEST_TIMEOUT_S).values():
+        entry = future.result().get("transaction.max.timeout.ms")
+        if entry is not None and entry.value is not None:
+            values.append(int(entry.value))
+    return min(values) if values else None
+
+
+def transaction_timeout_ms(properties: Mapping[str, str], broker_max_ms: int | None) -> int:
+    """The producer's ``transaction.timeout.ms``, checked against the broker's maximum.
+
+    Unset, it is the broker's maximum (at most one hour), so a run gets the longest window the
+    cluster allows.
+
+    Raises:
+        KafkaOptionsError: the table asks for more than the broker allows (both values named).
+    """
+    text = properties.get("transaction.timeout.ms")
+    if text is None:
+        limit = broker_max_ms or DEFAULT_TRANSACTION_TIMEOUT_MS
+        return min(limit, MAX_DEFAULT_TRANSACTION_TIMEOUT_MS)
+    wanted = int(text)
+    if broker_max_ms is not None and wanted > broker_max_ms:
+        raise KafkaOptionsError(
+            f"'properties.transaction.timeout.ms' = {wanted} exceeds the broker's "
+            f"'transaction.max.timeout.ms' = {broker_max_ms}: the broker would refuse every "
+            f"transaction. Lower the table's timeout to at most {broker_max_ms} or raise the "
+            f"broker setting. Nothing was written.",
+            keys=("properties.transaction.timeout.ms",),
+        )
+    return wanted
+
+
+@dataclass(frozen=True)
+class TransactionResult(WriteResult):
+    """A committed transaction: what it wrote, plus its identity and timing."""
+
+    transactional_id: str = ""
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    transaction_ms: float = 0.0
+    commit_attempts: int = 0
+
+
+def driver_batches(encoded: DataFrame) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Stream a DataFrame to the driver as ``(spark_partition, Arrow batch)``, bounded memory.
+
+    Each Spark task ships its Arrow batches as IPC blobs; the driver fetches one Spark partition
+    at a time (``toLocalIterator``), so memory is bounded by a partition, never the whole result.
+    """
+    import pyarrow as pa
+
+    def to_ipc(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema) as stream:
+                stream.write_batch(batch)
+            yield pa.RecordBatch.from_pydict(
+                {"task": [task], "ipc": [sink.getvalue().to_pybytes()]},
+                schema=pa.schema([("task", pa.int32()), ("ipc", pa.binary())]),
+            )
+
+    blobs = encoded.mapInArrow(to_ipc, "task int, ipc binary")
+    for row in blobs.toLocalIterator(prefetchPartitions=True):
+        for batch in pa.ipc.open_stream(row["ipc"]):
+            yield row["task"], batch
+
+
+def _fenced(text: str) -> bool:
+    """True for the errors of a producer whose epoch was bumped (a newer run, or a timeout)."""
+    lowered = text.lower()
+    return "fenced" in lowered or "epoch" in lowered
+
+
+def _kafka_error(exc: BaseException) -> Any:
+    return exc.args[0] if exc.args and hasattr(exc.args[0], "retriable") else None
+
+
+class TransactionalSink:
+    """The exactly-once writer of one asset's sink table (one transactional producer).
+
+    Args:
+        topic: the sink topic.
+        properties: the sink table's effective client properties.
+        transactional_id: the stable id (:func:`transactional_id`).
+        partitioner: the sink table's ``sink.partitioner``.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        properties: Mapping[str, str],
+        transactional_id: str,
+        *,
+        partitioner: str = "default",
+        log: logging.Logger | Any = _log,
+    ) -> None:
+        self.topic = topic
+        self.properties = dict(properties)
+        self.transactional_id = transactional_id
+        self.partitioner = partitioner
+        self.log = log
+        self.timeout_ms = 0
+        self._producer: Any = None
+        self._consumers: dict[str, Any] = {}
+        self._stats: dict[str, Any] = {}
+
+    # -- 1. fence ---------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Check the timeout against the broker, then ``init_transactions`` (fences, recovers).
+
+        Raises:
+            KafkaOptionsError: the transaction timeout exceeds the broker's maximum.
+            TransactionError: the transactional producer could not be initialised.
+        """
+        from confluent_kafka import KafkaException, Producer
+
+        self.timeout_ms = transaction_timeout_ms(
+            self.properties, broker_max_transaction_timeout_ms(self.properties)
+        )
+        config = producer_config(self.properties, DeliveryGuarantee.EXACTLY_ONCE)
+        config.update(
+            {
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": self.timeout_ms,
+                "statistics.interval.ms": _STATS_INTERVAL_MS,
+                "stats_cb": self._on_stats,
+            }
+        )
+        self._producer = Producer(config)
+        try:
+            self._producer.init_transactions(max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000))
+        except KafkaException as exc:
+            raise TransactionError(
+                f"Could not initialise transactional id {self.transactional_id!r}: {exc}. "
+                f"Nothing was written."
+            ) from exc
+        self.log.info(
+            f"Transaction {self.transactional_id!r}: initialised (previous run fenced), "
+            f"timeout {self.timeout_ms} ms."
+        )
+
+    def _on_stats(self, text: str) -> None:
+        with contextlib.suppress(ValueError):
+            self._stats = json.loads(text).get("eos", {}) or self._stats
+
+    # -- 2. authoritative offsets -----------------------------------------------------------
+    def _consumer(self, group_id: str) -> Any:
+        from confluent_kafka import Consumer
+
+        if group_id not in self._consumers:
+            config = client_config(self.properties_for_group(group_id), role="consumer")
+            config.update({"group.id": group_id, "isolation.level": "read_committed"})
+            config["enable.auto.commit"] = "false"
+            self._consumers[group_id] = Consumer(config)
+        return self._consumers[group_id]
+
+    def properties_for_group(self, group_id: str) -> dict[str, str]:
+        """Client properties for reading and committing ``group_id``'s offsets."""
+        return {**self.properties, "group.id": group_id}
+
+    def committed_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The group's committed offsets, waiting for any pending transactional commit.
+
+        A read_committed consumer's ``committed()`` asks with require-stable semantics
+        (KIP-447), so offsets a still-committing transaction is about to replace are never
+        returned. Partitions without a committed offset are absent.
+        """
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as CTopicPartition
+
+        if not partitions:
+            return {}
+        consumer = self._consumer(group_id)
+        deadline = time.monotonic() + max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
+        while True:
+            try:
+                found = consumer.committed(
+                    [CTopicPartition(t, p) for t, p in partitions], timeout=_REQUEST_TIMEOUT_S
+                )
+                break
+            except KafkaException as exc:
+                error = _kafka_error(exc)
+                if error is None or not error.retriable() or time.monotonic() > deadline:
+                    raise TransactionError(
+                        f"Could not read the committed offsets of group {group_id!r}: {exc}"
+                    ) from exc
+                time.sleep(0.2)
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+
+    # -- 3. produce and commit --------------------------------------------------------------
+    def write(
+        self,
+        encoded: DataFrame,
+        offsets: Mapping[str, Mapping[TopicPartition, int]],
+        *,
+        extra: Sequence[tuple[str, DataFrame]] = (),
+    ) -> TransactionResult:
+        """Produce ``encoded`` (and ``extra`` (topic, frame) pairs) and commit with ``offsets``.
+
+        ``offsets`` maps each source consumer group to the offsets to commit (the run's stops).
+
+        Raises:
+            DeliveryError: a record was not delivered (the transaction is aborted).
+            TransactionError: the transaction was fenced, timed out or failed to commit;
+                nothing of it is visible to read_committed consumers.
+        """
+        from confluent_kafka import KafkaException
+
+        from .writer import produce_arrow_batches
+
+        producer = self._require()
+        producer.begin_transaction()
+        self.log.info(f"Transaction {self.transactional_id!r}: producing.")
+        started = time.monotonic()
+        deadline = started + self.timeout_ms / 1000 * TIMEOUT_SAFETY
+        state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
+        records = 0
+        if SEQUENCE in encoded.columns:  # upsert changelog: keep each key's order
+            encoded = encoded.orderBy(SEQUENCE).drop(SEQUENCE)
+        outputs = [(self.topic, encoded, self.partitioner)]
+        outputs += [(topic, frame, "default") for topic, frame in extra]
+        try:
+            for topic, frame, partitioner in outputs:
+                for task, batch in driver_batches(frame):
+                    if time.monotonic() > deadline:
+                        raise TransactionError(self._timeout_message(started))
+                    produced = produce_arrow_batches(
+                        producer, [batch], topic, state, partitioner=partitioner, task=task
+                    )
+                    records += produced if topic == self.topic else 0
+            remaining = producer.flush(max(0.0, deadline - time.monotonic()))
+            if remaining:
+                raise TransactionError(self._timeout_message(started))
+            if state["failed"] and _fenced(str(state["error"])):
+                raise TransactionError(self._failure_message(state["error"], started))
+            if state["failed"]:
+                raise DeliveryError(
+                    f"{state['failed']} record(s) to topic {self.topic!r} were not delivered: "
+                    f"{state['error']}. The transaction is aborted; nothing was committed."
+                )
+            for group_id, group_offsets in offsets.items():
+                self._send_offsets(group_id, group_offsets)
+        except KafkaException as exc:
+            self._abort()
+            raise TransactionError(self._failure_message(exc, started)) from exc
+        except BaseException:
+            self._abort()
+            raise
+        self.log.info(f"Transaction {self.transactional_id!r}: committing.")
+        attempts = self._commit(started)
+        self.log.info(f"Transaction {self.transactional_id!r}: committed.")
+        self._producer.poll(0)
+        return TransactionResult(
+            records=records,
+            bytes=state["bytes"],
+            failed=0,
+            first_error=None,
+            send_ms=(time.monotonic() - started) * 1000,
+            transactional_id=self.transactional_id,
+            producer_id=self._stats.get("producer_id"),
+            producer_epoch=self._stats.get("producer_epoch"),
+            transaction_ms=round((time.monotonic() - started) * 1000, 1),
+            commit_attempts=attempts,
+        )
+
+    def _send_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        from confluent_kafka import TopicPartition as CTopicPartition
+
+        if not offsets:
+            return
+        metadata = self._consumer(group_id).consumer_group_metadata()
+        self._require().send_offsets_to_transaction(
+            [CTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())],
+            metadata,
+            _REQUEST_TIMEOUT_S,
+        )
+
+    def _commit(self, started: float) -> int:
+        """Commit, retrying a commit that timed out (never aborting it). Returns attempts."""
+        from confluent_kafka import KafkaException
+
+        producer = self._require()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                producer.commit_transaction(_REQUEST_TIMEOUT_S)
+                return attempts
+            except KafkaException as exc:
+                error = _kafka_error(exc)
+                if error is not None and error.retriable():
+                    self.log.warning(
+                        f"Commit of transaction {self.transactional_id!r} did not complete "
+                        f"({exc}); retrying (attempt {attempts})."
+                    )
+                    continue
+                if error is not None and error.txn_requires_abort():
+                    self._abort()
+                raise TransactionError(self._failure_message(exc, started)) from exc
+
+    def _abort(self) -> None:
+        producer = self._producer
+        if producer is None:
+            return
+        try:
+            producer.abort_transaction(_REQUEST_TIMEOUT_S)
+        except Exception as exc:  # fenced or fatal: the next init_transactions aborts it
+            self.log.warning(f"Could not abort transaction {self.transactional_id!r}: {exc}")
+
+    def _timeout_message(self, started: float) -> str:
+        return (
+            f"The transaction of {self.transactional_id!r} ran {time.monotonic() - started:.1f}s "
+            f"and would outlive 'properties.transaction.timeout.ms' = {self.timeout_ms}; it was "
+            f"aborted and nothing was committed. Raise the timeout (up to the broker's "
+            f"'transaction.max.timeout.ms') or read less per run."
+        )
+
+    def _failure_message(self, exc: object, started: float) -> str:
+        elapsed = time.monotonic() - started
+        text = str(exc)
+        if elapsed * 1000 >= self.timeout_ms or _fenced(text):
+            return (
+                f"The transaction of {self.transactional_id!r} was fenced after {elapsed:.1f}s: "
+                f"another run of the asset started with the same transactional id, or the broker "
+                f"aborted it after 'transaction.timeout.ms' = {self.timeout_ms}. Nothing was "
+                f"committed; the next run re-reads the same offsets. ({text})"
+            )
+        return (
+            f"The transaction of {self.transactional_id!r} failed to commit: {text}. Nothing was "
+            f"committed; the next run re-reads the same offsets."
+        )
+
+    def _require(self) -> Any:
+        if self._producer is None:
+            raise TransactionError("TransactionalSink.begin() must run before writing.")
+        return self._producer
+
+    def close(self) -> None:
+        """Release the producer and the group consumers."""
+        for consumer in self._consumers.values():
+            consumer.close()
+        self._consumers.clear()
+        if self._producer is not None:
+            self._producer.flush(0)
+            self._producer = None

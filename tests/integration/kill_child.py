@@ -1,0 +1,74 @@
+"""One materialization of a Kafka → Spark → Kafka copy asset, run as a child process.
+
+The kill tests start this with ``python -m tests.integration.kill_child BOOTSTRAP SOURCE SINK
+GUARANTEE`` under a persistent ``$DAGSTER_HOME`` and SIGKILL it at chosen moments.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from dagster import DagsterInstance, materialize
+
+from dagster_kafka_flinklike import (
+    KafkaResource,
+    KafkaTableSpec,
+    SparkResource,
+    kafka_streaming_asset,
+)
+from dagster_kafka_flinklike.spark import local_spark_config
+
+COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
+
+
+def build(source_topic: str, sink_topic: str, guarantee: str) -> object:
+    """The copy asset: every source record becomes one sink record."""
+    source = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": source_topic,
+            "properties.group.id": f"copy-{source_topic}",
+            "scan.startup.mode": "earliest-offset",
+            "format": "json",
+        },
+        columns=COLUMNS,
+        role="source",
+    )
+    sink_options = {
+        "connector": "kafka",
+        "topic": sink_topic,
+        "format": "json",
+        "sink.delivery-guarantee": guarantee,
+    }
+    if guarantee == "exactly-once":
+        sink_options["sink.transactional-id-prefix"] = f"copy-{sink_topic}"
+    sink = KafkaTableSpec.from_options(sink_options, columns=COLUMNS, role="sink")
+
+    @kafka_streaming_asset(
+        sources={"events": source}, sink=sink, name="copy", max_records_per_split=40_000
+    )
+    def copy(context, events):  # type: ignore[no-untyped-def]
+        return events.select("id", "payload")
+
+    return copy
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, source_topic, sink_topic, guarantee = argv
+    config = local_spark_config("kill-test")
+    config["spark.ui.enabled"] = "false"
+    result = materialize(
+        [build(source_topic, sink_topic, guarantee)],
+        instance=DagsterInstance.get(),
+        resources={
+            "kafka": KafkaResource(bootstrap_servers=bootstrap),
+            "pyspark": SparkResource(spark_config=config),
+        },
+        raise_on_error=False,
+    )
+    print(f"KILL-CHILD-RESULT success={result.success}", flush=True)
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,261 @@
+"""Exactly-once sink on the real broker: one transaction for output and offsets, fencing, timeouts.
+
+Transaction-timeout tests use a second embedded broker started with a small
+``transaction.max.timeout.ms``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from dagster import DagsterInstance, materialize
+
+from dagster_kafka_flinklike import (
+    KafkaResource,
+    KafkaTableSpec,
+    SparkResource,
+    kafka_streaming_asset,
+)
+from dagster_kafka_flinklike.local import EmbeddedKafka
+from dagster_kafka_flinklike.sink.transactional import transaction_timeout_ms
+from dagster_kafka_flinklike.spark import local_spark_config
+from tests.conftest import produce, wait_for_topic
+
+COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
+SMALL_MAX_TIMEOUT_MS = 6000
+
+
+def copy_asset(
+    source_topic: str, sink_topic: str, *, control: dict, sink_props: dict | None = None
+):
+    source = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": source_topic,
+            "properties.group.id": f"eos-{source_topic}",
+            "scan.startup.mode": "earliest-offset",
+            "format": "json",
+        },
+        columns=COLUMNS,
+        role="source",
+    )
+    sink = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": sink_topic,
+            "format": "json",
+            "sink.delivery-guarantee": "exactly-once",
+            "sink.transactional-id-prefix": f"eos-{sink_topic}",
+            **{f"properties.{k}": v for k, v in (sink_props or {}).items()},
+        },
+        columns=COLUMNS,
+        role="sink",
+    )
+
+    @kafka_streaming_asset(sources={"events": source}, sink=sink, name="copy")
+    def copy(context, events):
+        from pyspark.sql import functions as F
+
+        delay = control.get("sleep_s", 0.0)
+        if delay:
+            started = control.setdefault("started", threading.Event())
+
+            @F.udf("bigint")
+            def slow(value):  # runs inside the open transaction, on the driver's pull
+                time.sleep(delay)
+                return value
+
+            started.set()
+            return events.coalesce(1).select(slow("id").alias("id"), "payload")
+        return events.select("id", "payload")
+
+    return copy
+
+
+def events(first: int, count: int) -> list[tuple[None, bytes]]:
+    return [
+        (None, json.dumps({"id": i, "payload": f"p{i}"}).encode())
+        for i in range(first, first + count)
+    ]
+
+
+def output_ids(
+    bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed"
+) -> Counter:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "eos-verifier",
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    ids: Counter = Counter()
+    eof: set[int] = set()
+    while len(eof) < partitions:
+        for message in consumer.consume(1000, timeout=2):
+            if message.error():
+                eof.add(message.partition())
+            else:
+                ids[json.loads(message.value())["id"]] += 1
+    consumer.close()
+    return ids
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    consumer.close()
+    return [tp.offset for tp in found]
+
+
+def resources_for(bootstrap: str) -> dict:
+    return {
+        "kafka": KafkaResource(bootstrap_servers=bootstrap),
+        "pyspark": SparkResource(spark_config=local_spark_config("tests")),
+    }
+
+
+def test_output_and_offsets_commit_in_one_transaction(kafka_bootstrap, new_topic, spark) -> None:
+    source, sink = new_topic(partitions=2), new_topic(partitions=2)
+    asset = copy_asset(source, sink, control={})
+    resources = resources_for(kafka_bootstrap)
+    produce(kafka_bootstrap, source, events(0, 300))
+
+    first = materialize([asset], resources=resources, instance=DagsterInstance.ephemeral())
+    meta = first.asset_materializations_for_node("copy")[0].metadata
+    assert meta["numRecordsIn"].value == 300
+    assert meta["numRecordsOut"].value == 300
+    assert meta["transactionalId"].value == f"eos-{sink}-copy-0"
+    assert isinstance(meta["producerEpoch"].value, int)
+    assert meta["transactionDurationMs"].value > 0
+    # Kafka holds the checkpoint: the group's offsets moved with the transaction.
+    assert sum(committed(kafka_bootstrap, f"eos-{source}", source, 2)) == 300
+
+    # A fresh Dagster instance (no materialization history) still resumes from Kafka's offsets.
+    produce(kafka_bootstrap, source, events(300, 120))
+    second = materialize([asset], resources=resources, instance=DagsterInstance.ephemeral())
+    assert second.asset_materializations_for_node("copy")[0].metadata["numRecordsIn"].value == 120
+    ids = output_ids(kafka_bootstrap, sink, 2)
+    assert ids == Counter(range(420))
+    # Uncommitted readers see the same records plus nothing else (no aborted leftovers here).
+    assert sum(output_ids(kafka_bootstrap, sink, 2, "read_uncommitted").values()) == 420
+
+
+def test_a_failed_query_commits_nothing(kafka_bootstrap, new_topic, spark) -> None:
+    source, sink = new_topic(partitions=1), new_topic(partitions=1)
+    control: dict = {}
+    asset = copy_asset(source, sink, control=control)
+    resources = resources_for(kafka_bootstrap)
+    produce(kafka_bootstrap, source, events(0, 50))
+    materialize([asset], resources=resources, instance=DagsterInstance.ephemeral())
+
+    produce(kafka_bootstrap, source, [(None, b"{broken"), *events(50, 10)])
+    failed = materialize(
+        [asset], resources=resources, instance=DagsterInstance.ephemeral(), raise_on_error=False
+    )
+    assert not failed.success
+    assert committed(kafka_bootstrap, f"eos-{source}", source, 1) == [50]
+    assert output_ids(kafka_bootstrap, sink, 1) == Counter(range(50))
+
+
+def test_concurrent_runs_one_is_fenced_output_once(kafka_bootstrap, new_topic, spark) -> None:
+    source, sink = new_topic(partitions=1), new_topic(partitions=1)
+    produce(kafka_bootstrap, source, events(0, 40))
+    slow, fast = {"sleep_s": 0.1}, {}
+    resources = resources_for(kafka_bootstrap)
+    results: dict[str, object] = {}
+
+    def run(name: str, control: dict) -> None:
+        asset = copy_asset(source, sink, control=control)
+        results[name] = materialize(
+            [asset],
+            resources=resources,
+            instance=DagsterInstance.ephemeral(),
+            raise_on_error=False,
+        )
+
+    first = threading.Thread(target=run, args=("slow", slow))
+    first.start()
+    # Start the second run once the first one's transaction is open and producing slowly.
+    assert slow.setdefault("started", threading.Event()).wait(120)
+    time.sleep(1.0)
+    run("fast", fast)
+    first.join(300)
+    assert results["fast"].success
+    assert not results["slow"].success
+    error = results["slow"].failure_data_for_node("copy").error.to_string()
+    assert "TransactionError" in error and "fenced" in error
+    assert output_ids(kafka_bootstrap, sink, 1) == Counter(range(40))
+    assert committed(kafka_bootstrap, f"eos-{source}", source, 1) == [40]
+
+
+@pytest.fixture(scope="module")
+def small_timeout_broker(tmp_path_factory) -> str:
+    broker = EmbeddedKafka(
+        Path(tmp_path_factory.mktemp("kafka-small-txn")),
+        extra_properties={"transaction.max.timeout.ms": str(SMALL_MAX_TIMEOUT_MS)},
+    )
+    bootstrap = broker.start(timeout=180)
+    yield bootstrap
+    broker.stop()
+
+
+def _topic(bootstrap: str, name: str) -> str:
+    from confluent_kafka.admin import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(60)
+    wait_for_topic(admin, name, 1)
+    return name
+
+
+def test_timeout_above_broker_maximum_is_refused(small_timeout_broker, spark) -> None:
+    assert transaction_timeout_ms({}, SMALL_MAX_TIMEOUT_MS) == SMALL_MAX_TIMEOUT_MS
+    source, sink = (
+        _topic(small_timeout_broker, "refuse-in"),
+        _topic(small_timeout_broker, "refuse-out"),
+    )
+    produce(small_timeout_broker, source, events(0, 10))
+    asset = copy_asset(source, sink, control={}, sink_props={"transaction.timeout.ms": "60000"})
+    result = materialize(
+        [asset],
+        resources=resources_for(small_timeout_broker),
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    error = result.failure_data_for_node("copy").error.to_string()
+    assert "60000" in error and str(SMALL_MAX_TIMEOUT_MS) in error
+    assert "properties.transaction.timeout.ms" in error
+    assert output_ids(small_timeout_broker, sink, 1, "read_uncommitted") == Counter()
+
+
+def test_transaction_outliving_its_timeout_fails_then_rerun_delivers_once(
+    small_timeout_broker, spark
+) -> None:
+    source, sink = _topic(small_timeout_broker, "slow-in"), _topic(small_timeout_broker, "slow-out")
+    produce(small_timeout_broker, source, events(0, 30))
+    props = {"transaction.timeout.ms": "3000"}
+    resources = resources_for(small_timeout_broker)
+    slow = copy_asset(source, sink, control={"sleep_s": 0.2}, sink_props=props)
+    failed = materialize(
+        [slow], resources=resources, instance=DagsterInstance.ephemeral(), raise_on_error=False
+    )
+    assert not failed.success
+    error = failed.failure_data_for_node("copy").error.to_string()
+    assert "transaction.timeout.ms" in error and "3000" in error
+    assert output_ids(small_timeout_broker, sink, 1) == Counter()
+    assert committed(small_timeout_broker, f"eos-{source}", source, 1) == [-1001]
+
+    fast = copy_asset(source, sink, control={}, sink_props=props)
+    materialize([fast], resources=resources, instance=DagsterInstance.ephemeral())
+    assert output_ids(small_timeout_broker, sink, 1) == Counter(range(30))

@@ -1,0 +1,214 @@
+"""Delivery guarantees under SIGKILL: a Kafka → Spark → Kafka asset killed at random moments.
+
+Each round produces a slice of the input, starts the asset in a child process (its own process
+group: Python driver, Spark JVM and workers) and kills the whole group with SIGKILL at a moment
+drawn from a seeded generator: a random time after start, or just after the run logs that its
+transaction is initialised, producing, committing or committed (before Dagster records the
+run). After the kills, runs repeat unkilled until the input is drained; an independent
+read_committed consumer then counts every input id in the output.
+
+Replay a failure with ``KILL_TEST_SEED=<seed printed> pytest tests/integration/test_kills.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "200000"))
+EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "20"))
+ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "10"))
+PARTITIONS = 3
+CHILD_TIMEOUT_S = 300.0
+REPO = Path(__file__).resolve().parents[2]
+
+#: Log lines of the exactly-once sink that mark the moments worth killing at.
+EOS_MARKERS = ("initialised", "producing.", "committing.", "committed.")
+
+
+def _seed() -> int:
+    seed = int(os.environ.get("KILL_TEST_SEED", str(random.SystemRandom().randrange(2**31))))
+    print(f"kill test seed: {seed} (replay with KILL_TEST_SEED={seed})", flush=True)
+    return seed
+
+
+def _produce_slice(bootstrap: str, topic: str, first: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    payload = "x" * 120
+    for i in range(first, first + count):
+        while True:
+            try:
+                producer.produce(topic, json.dumps({"id": i, "payload": payload}).encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
+
+
+def _output_ids(bootstrap: str, topic: str) -> Counter[int]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kill-test-verifier",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    ids: Counter[int] = Counter()
+    eof: set[int] = set()
+    while len(eof) < PARTITIONS:
+        for message in consumer.consume(10_000, timeout=2):
+            if message.error():
+                eof.add(message.partition())
+            else:
+                ids[json.loads(message.value())["id"]] += 1
+    consumer.close()
+    return ids
+
+
+class Child:
+    """The asset's run in its own process group, with its output lines in a queue."""
+
+    def __init__(self, args: list[str], home: Path) -> None:
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.kill_child", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, marker: str | None, timeout: float) -> bool:
+        """Wait until a line containing ``marker`` (or, with None, the end); False at the end."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                return False
+            self.log.append(line)
+            if marker is not None and marker in line:
+                return True
+        raise AssertionError(f"child did not reach {marker!r} in {timeout}s:\n{self.tail()}")
+
+    def kill(self) -> bool:
+        """SIGKILL the whole process group; True if it was still running."""
+        alive = self.process.poll() is None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)
+        return alive
+
+    def finish(self) -> int:
+        self.wait_for(None, CHILD_TIMEOUT_S)
+        return self.process.wait(timeout=60)
+
+    def tail(self) -> str:
+        return "".join(self.log[-40:])
+
+
+def _write_instance_config(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+
+
+def _run_with_kills(
+    bootstrap: str, new_topic, tmp_path: Path, guarantee: str, kills_wanted: int
+) -> tuple[Counter[int], dict[str, int]]:
+    rng = random.Random(_seed())
+    source, sink = new_topic(partitions=PARTITIONS), new_topic(partitions=PARTITIONS)
+    home = tmp_path / "dagster_home"
+    _write_instance_config(home)
+    args = [bootstrap, source, sink, guarantee]
+    slices = max(kills_wanted, 1)
+    per_slice = RECORDS // slices
+    produced = 0
+    counts: Counter[str] = Counter()
+    rounds = 0
+    while counts["killed"] < kills_wanted:
+        rounds += 1
+        assert rounds <= kills_wanted * 3, f"too few kills landed: {dict(counts)}"
+        if produced < RECORDS:
+            count = per_slice if rounds < slices else RECORDS - produced
+            _produce_slice(bootstrap, source, produced, count)
+            produced += count
+        child = Child(args, home)
+        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ("time",))
+        if moment == "time":
+            reached = True
+            time.sleep(rng.uniform(1.0, 14.0))
+        else:
+            reached = child.wait_for(moment, CHILD_TIMEOUT_S)
+            time.sleep(rng.uniform(0.0, 0.05))
+        if reached and child.kill():
+            counts["killed"] += 1
+            counts[f"killed at {moment}"] += 1
+        else:
+            code = child.finish()
+            counts["completed" if code == 0 else "failed"] += 1
+    if produced < RECORDS:
+        _produce_slice(bootstrap, source, produced, RECORDS - produced)
+    # Drain: unkilled runs until one succeeds (the input is complete, so one success drains it).
+    for _attempt in range(3):
+        child = Child(args, home)
+        code = child.finish()
+        counts["drain runs"] += 1
+        if code == 0:
+            break
+    else:
+        raise AssertionError(f"the drain run failed:\n{child.tail()}")
+    print(f"{guarantee} kill test: {dict(counts)}", flush=True)
+    return _output_ids(bootstrap, sink), dict(counts)
+
+
+def test_exactly_once_survives_sigkill(kafka_bootstrap, new_topic, tmp_path) -> None:
+    ids, counts = _run_with_kills(kafka_bootstrap, new_topic, tmp_path, "exactly-once", EOS_KILLS)
+    assert counts["killed"] >= EOS_KILLS
+    missing = [i for i in range(RECORDS) if ids[i] == 0]
+    duplicated = {i: n for i, n in ids.items() if n > 1}
+    extra = [i for i in ids if not 0 <= i < RECORDS]
+    assert not missing, f"{len(missing)} input records lost, e.g. {missing[:10]}"
+    assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated)[:10]}"
+    assert not extra
+    assert sum(ids.values()) == RECORDS
+
+
+def test_at_least_once_loses_nothing_under_sigkill(kafka_bootstrap, new_topic, tmp_path) -> None:
+    ids, counts = _run_with_kills(kafka_bootstrap, new_topic, tmp_path, "at-least-once", ALO_KILLS)
+    assert counts["killed"] >= ALO_KILLS
+    missing = [i for i in range(RECORDS) if ids[i] == 0]
+    assert not missing, f"{len(missing)} input records lost, e.g. {missing[:10]}"
+    duplicates = sum(n - 1 for n in ids.values() if n > 1)
+    print(f"at-least-once: {duplicates} duplicate record(s) after {counts['killed']} kills")
