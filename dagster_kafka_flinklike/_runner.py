@@ -266,6 +266,10 @@ class KafkaRun:
             parallelism=spec.sink_parallelism,
             partitioner=spec.sink_partitioner,
         )
+        self.log.info(
+            f"Wrote {self.write_result.records} record(s) to {spec.topics[0]!r} "
+            f"({spec.delivery_guarantee.value}); recording the checkpoint next."
+        )
         return self.write_result
 
     def commit(self) -> OffsetsCheckpoint:

@@ -128,3 +128,34 @@ def produce(
         )
     assert producer.flush(30) == 0
     assert not errors, errors
+
+
+def consume_all(
+    bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed"
+) -> list:
+    """Every record of ``topic`` (partitions ``0..partitions-1``) up to its end, as messages.
+
+    Reads with ``isolation`` (read_committed by default: aborted and open transactions unseen).
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "tests-consume-all",
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages: list = []
+    eof: set[int] = set()
+    while len(eof) < partitions:
+        for message in consumer.consume(10_000, timeout=2):
+            if message.error():
+                eof.add(message.partition())
+            else:
+                messages.append(message)
+    consumer.close()
+    return messages

@@ -26,7 +26,7 @@ from dagster_kafka_flinklike import (
 from dagster_kafka_flinklike.local import EmbeddedKafka
 from dagster_kafka_flinklike.sink.transactional import transaction_timeout_ms
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import produce, wait_for_topic
+from tests.conftest import consume_all, produce, wait_for_topic
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 SMALL_MAX_TIMEOUT_MS = 6000
@@ -89,25 +89,9 @@ def events(first: int, count: int) -> list[tuple[None, bytes]]:
 def output_ids(
     bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed"
 ) -> Counter:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "eos-verifier",
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-        }
+    return Counter(
+        json.loads(m.value())["id"] for m in consume_all(bootstrap, topic, partitions, isolation)
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    ids: Counter = Counter()
-    eof: set[int] = set()
-    while len(eof) < partitions:
-        for message in consumer.consume(1000, timeout=2):
-            if message.error():
-                eof.add(message.partition())
-            else:
-                ids[json.loads(message.value())["id"]] += 1
-    consumer.close()
-    return ids
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:

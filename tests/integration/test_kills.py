@@ -4,8 +4,9 @@ Each round produces a slice of the input, starts the asset in a child process (i
 group: Python driver, Spark JVM and workers) and kills the whole group with SIGKILL at a moment
 drawn from a seeded generator: a random time after start, or just after the run logs that its
 transaction is initialised, producing, committing or committed (before Dagster records the
-run). After the kills, runs repeat unkilled until the input is drained; an independent
-read_committed consumer then counts every input id in the output.
+run); for at-least-once, a random time or just after the write, before the checkpoint. After
+the kills, runs repeat unkilled until the input is drained; an independent read_committed
+consumer then counts every input id in the output.
 
 Replay a failure with ``KILL_TEST_SEED=<seed printed> pytest tests/integration/test_kills.py``.
 """
@@ -25,17 +26,21 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
+
+from tests.conftest import consume_all
 
 RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "200000"))
 EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "20"))
-ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "10"))
+ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "8"))
 PARTITIONS = 3
 CHILD_TIMEOUT_S = 300.0
 REPO = Path(__file__).resolve().parents[2]
 
 #: Log lines of the exactly-once sink that mark the moments worth killing at.
 EOS_MARKERS = ("initialised", "producing.", "committing.", "committed.")
+#: At-least-once: a random time, or right after the write, before the checkpoint is recorded.
+ALO_MARKERS = ("time", "time", "recording the checkpoint next")
 
 
 def _seed() -> int:
@@ -58,26 +63,7 @@ def _produce_slice(bootstrap: str, topic: str, first: int, count: int) -> None:
 
 
 def _output_ids(bootstrap: str, topic: str) -> Counter[int]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kill-test-verifier",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    ids: Counter[int] = Counter()
-    eof: set[int] = set()
-    while len(eof) < PARTITIONS:
-        for message in consumer.consume(10_000, timeout=2):
-            if message.error():
-                eof.add(message.partition())
-            else:
-                ids[json.loads(message.value())["id"]] += 1
-    consumer.close()
-    return ids
+    return Counter(json.loads(m.value())["id"] for m in consume_all(bootstrap, topic, PARTITIONS))
 
 
 class Child:
@@ -165,7 +151,7 @@ def _run_with_kills(
             _produce_slice(bootstrap, source, produced, count)
             produced += count
         child = Child(args, home)
-        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ("time",))
+        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS)
         if moment == "time":
             reached = True
             time.sleep(rng.uniform(1.0, 14.0))
