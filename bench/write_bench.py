@@ -1,0 +1,520 @@
+"""Write benchmark: our Kafka sinks against a raw confluent-kafka produce loop, in one run.
+
+Builds ``$BENCH_RECORDS`` (default 5,000,000) keyed ~220-byte JSON orders as a Spark DataFrame
+(generated in Spark, cached and counted before any clock starts), then measures records per
+second of
+
+- ``raw_rps``: a raw produce loop in one process over pre-built ``(key, value)`` byte pairs,
+  with the at-least-once sink's producer settings (``acks=all``, idempotence, linger), every
+  delivery report checked;
+- ``alo_rps``: the at-least-once sink, ``sink.writer.write`` (one producer per Spark task);
+- ``eos_rps``: the exactly-once sink, ``TransactionalSink`` (``begin``, ``write``: one
+  transactional producer on the driver, commit);
+
+each into a fresh 6-partition topic whose contents are checked afterwards (the committed records
+through a read_committed consumer for exactly-once), and the peak RSS of the driver, the Spark
+JVM and the Spark Python workers. The last line printed is one JSON object with every figure.
+See ``bench/README.md``.
+
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (1;
+best of n), ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's
+tasks; default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY``
+(``6g``: the Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS``
+(use that broker instead of starting one).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import _common as common
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Records per DataFrame partition when ``BENCH_SPARK_PARTITIONS`` is not set. The exactly-once
+#: sink ships each partition to the driver as one task result, held in the driver JVM's heap in
+#: several copies at once; ~30 MB partitions keep that well inside the heap.
+RECORDS_PER_SPARK_PARTITION = 125_000
+#: The Spark driver's heap: the cached DataFrame (~1.2 GB at 5M records) must fit beside what
+#: the exactly-once sink leaves in it (``toLocalIterator`` keeps about the bytes it streamed,
+#: ~1.5 GB per 5M-record write, live until the session ends). ``BENCH_DRIVER_MEMORY``
+#: overrides it; raise it with ``BENCH_REPEATS``.
+DRIVER_MEMORY = "6g"
+#: Records of the untimed write through each sink just before it is timed.
+WARM_RECORDS = 20_000
+#: The raw loop serves delivery reports (``poll(0)``) after every this many records.
+RAW_POLL_EVERY = 1_000
+#: One stable id, as the sink uses per asset: runs fence each other instead of adding ids.
+TRANSACTIONAL_ID = "dkf-write-bench"
+_FLUSH_TIMEOUT_S = 600.0
+
+
+def _raw_worker(
+    settings: Mapping[str, Any], topic: str, records: int, ready: Any, go: Any, results: Any
+) -> None:
+    """One raw-loop process: build the pairs, say ``ready``, wait for ``go``, produce, flush.
+
+    The pairs are the bytes the Spark DataFrame holds (:func:`build_frame`), built before the
+    clock starts. Producer creation, producing, polling and the final flush are timed.
+    """
+    from confluent_kafka import Producer
+
+    templates = common.order_templates()
+    width = len(templates)
+    pairs = []
+    for i in range(records):
+        key = b"%019d" % i
+        before, after = templates[i % width]
+        pairs.append((key, before + key + after))
+    delivered = [0]
+    failed: list[str] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is None:
+            delivered[0] += 1
+        else:
+            failed.append(str(err))
+
+    ready.put(True)
+    go.wait()
+    began = time.monotonic()
+    cpu = time.process_time()  # this process's threads, librdkafka's included
+    producer = Producer({**settings, "on_delivery": on_delivery})
+    produce = producer.produce
+    poll = producer.poll
+    for start in range(0, records, RAW_POLL_EVERY):
+        for key, value in pairs[start : start + RAW_POLL_EVERY]:
+            try:
+                produce(topic, value, key)
+            except BufferError:  # local queue full: serve reports until it takes the record
+                while True:
+                    poll(0.05)
+                    try:
+                        produce(topic, value, key)
+                        break
+                    except BufferError:
+                        continue
+        poll(0)
+    left = producer.flush(_FLUSH_TIMEOUT_S)
+    elapsed = time.monotonic() - began
+    results.put(
+        {
+            "seconds": elapsed,
+            "cpu": time.process_time() - cpu,
+            "delivered": delivered[0],
+            "failed": len(failed) + left,
+            "error": failed[0] if failed else (f"{left} record(s) unflushed" if left else None),
+            "rss_mb": common.self_peak_rss_mb(),
+        }
+    )
+
+
+def raw_loop(settings: Mapping[str, Any], topic: str, records: int) -> tuple[float, float, float]:
+    """Seconds, CPU seconds and peak RSS of one raw-loop process producing ``records`` records.
+
+    The process builds its pairs first and is released once ready, so neither interpreter
+    start-up nor pair building is timed.
+
+    Raises:
+        RuntimeError: a delivery failed or the reports do not add up to ``records``.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    go = ctx.Event()
+    results = ctx.Queue()
+    ready = ctx.Queue()
+    proc = ctx.Process(target=_raw_worker, args=(settings, topic, records, ready, go, results))
+    proc.start()
+    _from_child(ready, proc, topic)
+    go.set()
+    outcome = _from_child(results, proc, topic)
+    proc.join()
+    # With 'delivery.report.only.error' only failures are reported: the flush then vouches.
+    only_errors = str(settings.get("delivery.report.only.error", "false")).lower() == "true"
+    reported = records if only_errors else outcome["delivered"]
+    if proc.exitcode or outcome["failed"] or reported != records:
+        raise RuntimeError(
+            f"raw loop to {topic}: {outcome['delivered']} of {records} records delivered, "
+            f"{outcome['failed']} failed (first error: {outcome['error']})"
+        )
+    return outcome["seconds"], outcome["cpu"], outcome["rss_mb"]
+
+
+def _from_child(queue: Any, proc: Any, topic: str) -> Any:
+    """The next item ``proc`` puts on ``queue``; fails at once if the process died instead."""
+    import queue as queues
+
+    while True:
+        try:
+            return queue.get(timeout=1.0)
+        except queues.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(
+                    f"the raw-loop process for {topic} exited with code {proc.exitcode}"
+                ) from None
+
+
+def start_spark(driver_memory: str) -> SparkSession:
+    """The local Spark session the library's resources build (``local[2]``), with a driver heap
+    of ``driver_memory`` so the cached records stay in memory."""
+    from pyspark.sql import SparkSession
+
+    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
+
+    config = {
+        **local_spark_config("dkf-write-bench"),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": driver_memory,
+    }
+    prepare_spark_environment(config["spark.master"])
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame:
+    """``records`` keyed orders as binary ``key`` / ``value`` columns, generated in Spark.
+
+    Row ``i`` has the 19-digit key ``i`` and the value ``before + key + after`` of template
+    ``i % 1000`` (:func:`_common.order_templates`): the raw loop's bytes exactly.
+    """
+    from pyspark.sql import functions as F
+
+    templates = common.order_templates()
+    table = spark.createDataFrame(
+        [(i, before, after) for i, (before, after) in enumerate(templates)],
+        "template long, before binary, after binary",
+    )
+    key = F.lpad(F.col("id").cast("string"), 19, "0").cast("binary")
+    return (
+        spark.range(0, records, 1, partitions)
+        .withColumn("template", F.col("id") % len(templates))
+        .join(F.broadcast(table), "template")
+        .select(key.alias("key"), F.concat(F.col("before"), key, F.col("after")).alias("value"))
+    )
+
+
+def spark_cpu() -> dict[int, float]:
+    """CPU seconds used so far by the Spark JVM and the Spark Python workers, per process."""
+    return common.cpu_by_pid(("spark-jvm", "spark-python"))
+
+
+def cpu_since(driver_before: float, spark_before: Mapping[int, float]) -> float:
+    """CPU seconds the driver, the Spark JVM and the Python workers used since the marks."""
+    spark_after = spark_cpu()
+    spark_used = sum(used - spark_before.get(pid, 0.0) for pid, used in spark_after.items())
+    return time.process_time() - driver_before + spark_used
+
+
+def timed_alo(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, float, Any]:
+    """Seconds and CPU seconds of one at-least-once :func:`write` of ``df``, and its result."""
+    from dagster_kafka_flinklike.options import DeliveryGuarantee
+    from dagster_kafka_flinklike.sink.writer import write
+
+    spark_before, driver_before = spark_cpu(), time.process_time()
+    began = time.monotonic()
+    result = write(df, topic, {"bootstrap.servers": bootstrap}, DeliveryGuarantee.AT_LEAST_ONCE)
+    seconds = time.monotonic() - began
+    return seconds, cpu_since(driver_before, spark_before), result
+
+
+def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, float, Any]:
+    """Seconds and CPU seconds of one exactly-once write (begin, write, commit), its result."""
+    from dagster_kafka_flinklike.sink.transactional import TransactionalSink
+
+    sink = TransactionalSink(topic, {"bootstrap.servers": bootstrap}, TRANSACTIONAL_ID)
+    try:
+        spark_before, driver_before = spark_cpu(), time.process_time()
+        began = time.monotonic()
+        sink.begin()
+        result = sink.write(df, offsets={})
+        seconds = time.monotonic() - began
+        cpu = cpu_since(driver_before, spark_before)
+    finally:
+        sink.close()
+    return seconds, cpu, result
+
+
+def committed_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records of ``topic`` a read_committed consumer sees, counted to the end.
+
+    Raises:
+        RuntimeError: a partition has an open transaction (last stable offset below the high
+            watermark), or the consumer reports an error.
+    """
+    from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    stable = {
+        tp.partition: info.result().offset
+        for tp, info in admin.list_offsets(
+            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
+        ).items()
+    }
+    ends = common.end_offsets(bootstrap, topic, partitions)
+    if stable != ends:
+        raise RuntimeError(
+            f"{topic}: last stable offsets {stable} are below the high watermarks {ends}: "
+            f"a transaction is still open"
+        )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "dkf-write-bench-verify",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    open_partitions = {p for p in range(partitions) if ends[p] > 0}
+    consumer.assign([TopicPartition(topic, p, 0) for p in sorted(open_partitions)])
+    count = 0
+    last = time.monotonic()
+    try:
+        while open_partitions:
+            messages = consumer.consume(num_messages=10_000, timeout=1.0)
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    count += 1
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    open_partitions.discard(message.partition())
+                else:
+                    raise RuntimeError(f"reading {topic} back: {error.str()}")
+            if messages:
+                last = time.monotonic()
+            elif time.monotonic() - last > 60:
+                raise RuntimeError(f"reading {topic} back stalled after {count} records")
+    finally:
+        consumer.close()
+    return count
+
+
+def verify(bootstrap: str, topic: str, partitions: int, records: int, committed: bool) -> None:
+    """Fail loudly unless ``topic`` holds exactly ``records`` records.
+
+    Non-transactional topics are counted by their high watermarks; a transactional one by a
+    read_committed consumer, so aborted or open transactions and markers do not count.
+    """
+    if committed:
+        held = committed_records(bootstrap, topic, partitions)
+        how = "committed records"
+    else:
+        held = sum(common.end_offsets(bootstrap, topic, partitions).values())
+        how = "records by end offsets"
+    if held != records:
+        raise RuntimeError(f"{topic} holds {held:,} {how}, expected {records:,}")
+
+
+def delete_topics(bootstrap: str, topics: list[str]) -> None:
+    """Delete the benchmark's topics (they hold gigabytes at the default size)."""
+    from confluent_kafka.admin import AdminClient
+
+    if not topics:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the futures
+    for topic, future in admin.delete_topics(topics, operation_timeout=30).items():
+        try:
+            future.result(timeout=60)
+        except Exception as exc:  # cleanup only: report and go on
+            common.log(f"cleanup: could not delete {topic}: {exc}")
+
+
+def run() -> dict[str, Any]:
+    """The whole benchmark; returns the summary printed as the last line."""
+    records = common.env_int("BENCH_RECORDS", 5_000_000)
+    partitions = common.env_int("BENCH_PARTITIONS", 6)
+    repeats = max(1, common.env_int("BENCH_REPEATS", 1))
+    sampler = common.RssSampler().start()
+    summary: dict[str, Any] = {
+        "records": records,
+        "partitions": partitions,
+        "load_avg_1m_start": round(os.getloadavg()[0], 2),
+    }
+    with common.bench_kafka() as bootstrap:
+        topics: list[str] = []
+        try:
+            summary.update(measure(bootstrap, records, partitions, repeats, sampler, topics))
+        finally:
+            delete_topics(bootstrap, topics)
+    return summary
+
+
+def measure(
+    bootstrap: str,
+    records: int,
+    partitions: int,
+    repeats: int,
+    sampler: common.RssSampler,
+    topics: list[str],
+) -> dict[str, Any]:
+    """Build the DataFrame, then time the raw loop, the at-least-once and exactly-once sinks.
+
+    Every topic created is appended to ``topics`` (for cleanup).
+    """
+    from dagster_kafka_flinklike.options import DeliveryGuarantee
+    from dagster_kafka_flinklike.sink.transactional import (
+        broker_max_transaction_timeout_ms,
+        transaction_timeout_ms,
+    )
+    from dagster_kafka_flinklike.sink.writer import producer_config
+
+    properties = {"bootstrap.servers": bootstrap}
+    settings = producer_config(properties, DeliveryGuarantee.AT_LEAST_ONCE)
+    shown = {k: v for k, v in settings.items() if k != "bootstrap.servers"}
+    eos_settings = producer_config(properties, DeliveryGuarantee.EXACTLY_ONCE)
+    eos_shown = {k: v for k, v in eos_settings.items() if k != "bootstrap.servers"}
+    eos_timeout_ms = transaction_timeout_ms(
+        properties, broker_max_transaction_timeout_ms(properties)
+    )
+    common.log(f"producer settings (raw loop and at-least-once sink): {shown}")
+
+    def new_topic(kind: str) -> str:
+        name = f"dkf-write-bench-{kind}-{uuid.uuid4().hex[:8]}"
+        topics.append(name)
+        return common.create_topic(bootstrap, name, partitions)
+
+    common.log("spark: starting local session (not timed)...")
+    driver_memory = os.environ.get("BENCH_DRIVER_MEMORY", "").strip() or DRIVER_MEMORY
+    spark = start_spark(driver_memory)
+    slots = spark.sparkContext.defaultParallelism
+    spark_partitions = common.env_int(
+        "BENCH_SPARK_PARTITIONS", max(slots, records // RECORDS_PER_SPARK_PARTITION)
+    )
+    began = time.monotonic()
+    df = build_frame(spark, records, spark_partitions).cache()
+    built = df.count()
+    if built != records:
+        raise RuntimeError(f"the generated DataFrame has {built} rows, expected {records}")
+    common.log(
+        f"spark: {records:,} orders generated and cached in {spark_partitions} partitions "
+        f"({time.monotonic() - began:.1f}s, not timed); {slots} task slots"
+    )
+
+    warm = build_frame(spark, WARM_RECORDS, slots).cache()
+    warm.count()
+
+    def warm_up(kind: str) -> None:
+        """A small untimed write through the sink about to be timed, checked.
+
+        Spark stops Python workers idle for a minute (the raw loop can take longer), and a new
+        worker spends seconds importing the library: that belongs to no throughput figure.
+        """
+        topic = new_topic(f"warm-{kind}")
+        (timed_alo if kind == "alo" else timed_eos)(warm, topic, bootstrap)
+        verify(bootstrap, topic, partitions, WARM_RECORDS, committed=kind == "eos")
+
+    # Per measurement: (records/s, seconds, CPU seconds) of every repeat.
+    runs: dict[str, list[tuple[float, float, float]]] = {"raw": [], "alo": [], "eos": []}
+    raw_rss = 0.0
+    eos_stats: dict[str, Any] = {}
+
+    def record(name: str, label: str, seconds: float, cpu: float) -> None:
+        runs[name].append((records / seconds, seconds, cpu))
+        common.log(
+            f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
+            f"{cpu / records * 1e6:.2f} CPU µs/record)"
+        )
+
+    for attempt in range(1, repeats + 1):
+        tag = f" (run {attempt}/{repeats})" if repeats > 1 else ""
+
+        topic = new_topic("raw")
+        seconds, cpu, loop_rss = raw_loop(settings, topic, records)
+        raw_rss = max(raw_rss, loop_rss)
+        verify(bootstrap, topic, partitions, records, committed=False)
+        record("raw", f"raw loop, 1 process{tag}", seconds, cpu)
+
+        warm_up("alo")
+        topic = new_topic("alo")
+        seconds, cpu, result = timed_alo(df, topic, bootstrap)
+        if result.records != records or result.failed:
+            raise RuntimeError(
+                f"at-least-once sink reported {result.records} records, {result.failed} failed"
+            )
+        verify(bootstrap, topic, partitions, records, committed=False)
+        record("alo", f"at-least-once sink, {spark_partitions} tasks{tag}", seconds, cpu)
+
+        warm_up("eos")
+        topic = new_topic("eos")
+        seconds, cpu, result = timed_eos(df, topic, bootstrap)
+        if result.records != records:
+            raise RuntimeError(f"exactly-once sink reported {result.records} records")
+        verify(bootstrap, topic, partitions, records, committed=True)
+        eos_stats = {
+            "transaction_ms": result.transaction_ms,
+            "begin_ms": round(seconds * 1000 - result.transaction_ms, 1),  # fence + timeout check
+            "commit_attempts": result.commit_attempts,
+        }
+        record("eos", f"exactly-once sink, 1 transaction{tag}", seconds, cpu)
+
+    df.unpersist()
+    warm.unpersist()
+    sampler.stop()
+    spark.stop()
+    kinds = sampler.by_kind()
+    rss: dict[str, float] = {
+        "driver": round(common.self_peak_rss_mb(), 1),
+        "spark_jvm": kinds.get("spark-jvm", 0.0),
+        "spark_python_workers": kinds.get("spark-python", 0.0),
+        "raw_loop_process": round(raw_rss, 1),
+    }
+    if "kafka-broker" in kinds:
+        rss["kafka_broker"] = kinds["kafka-broker"]
+    common.log("peak RSS (MiB): " + ", ".join(f"{kind} {mb:,.0f}" for kind, mb in rss.items()))
+    best = {name: max(r[0] for r in results) for name, results in runs.items()}
+    cpu_us = {
+        name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
+    }
+    return {
+        "raw_rps": round(best["raw"]),
+        "alo_rps": round(best["alo"]),
+        "eos_rps": round(best["eos"]),
+        "ratio_alo_raw": round(best["alo"] / best["raw"], 3),
+        "ratio_eos_alo": round(best["eos"] / best["alo"], 3),
+        "ratio_eos_raw": round(best["eos"] / best["raw"], 3),
+        "target_alo_raw_met": best["alo"] >= 0.8 * best["raw"],
+        "target_eos_alo_met": best["eos"] >= 0.7 * best["alo"],
+        "cpu_us_per_record": {"raw": cpu_us["raw"], "alo": cpu_us["alo"], "eos": cpu_us["eos"]},
+        "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
+        "peak_rss_mb": max(rss["driver"], rss["spark_jvm"], rss["spark_python_workers"]),
+        "rss_mb": rss,
+        "producer_settings": shown,
+        "eos_producer_settings": {**eos_shown, "transaction.timeout.ms": eos_timeout_ms},
+        "eos_transaction": eos_stats,
+        "raw_poll_every": RAW_POLL_EVERY,
+        "spark_partitions": spark_partitions,
+        "spark_driver_memory": driver_memory,
+        "task_slots": slots,
+        "repeats": repeats,
+        "load_avg_1m_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print the summary as the last line (JSON)."""
+    common.exit_on_sigterm()
+    began = time.monotonic()
+    summary = run()
+    summary["total_s"] = round(time.monotonic() - began, 1)
+    common.log(
+        f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8), "
+        f"exactly-once {summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7); peak RSS "
+        f"{summary['peak_rss_mb']:.0f} MiB"
+    )
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
