@@ -247,6 +247,8 @@ class KafkaRun:
         Exactly-once: output, dead letters and every source's stop offsets commit in one
         transaction. Otherwise the table's delivery guarantee applies.
         """
+        if spec is self.sink:
+            self.begin()
         encoded = serialize(spec, frame)
         if self.transaction is not None and spec is self.sink:
             offsets = {

@@ -121,7 +121,6 @@ def kafka_streaming_asset(
                 log=context.log,
             )
             try:
-                run.begin()
                 frames = {n: run.read(n, spec) for n, spec in sources.items()}
                 result = fn(context, **frames)
                 if sink is not None:

@@ -346,10 +346,9 @@ class KafkaIOManager(ConfigurableIOManager):
         """The one place output reaches Kafka, with the table's ``sink.delivery-guarantee``.
 
         ``none`` and ``at-least-once`` go through the writer tasks. For ``exactly-once``,
-        ``begin`` fences the asset's previous transactional producer and ``write`` produces and
+        ``write`` first fences the asset's previous transactional producer, then produces and
         commits the output in one transaction (an output has no source offsets to commit).
         """
-        run.begin()
         return run.write(spec, frame)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:

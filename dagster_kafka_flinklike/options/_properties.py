@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import KafkaOptionsError
 from ._librdkafka import LIBRDKAFKA_PROPERTIES
@@ -231,7 +232,7 @@ _CONSUMER_OWNED = {"enable.auto.commit": "false", "enable.auto.offset.store": "f
 
 def client_config(
     properties: Mapping[str, str], *, role: str = "consumer", key_prefix: str = "properties."
-) -> dict[str, str]:
+) -> dict[str, Any]:
     """librdkafka settings for ``properties`` (keys without the ``properties.`` prefix).
 
     Settings that do not apply to ``role`` (``consumer``, ``producer`` or ``admin``) are left
@@ -250,7 +251,13 @@ def client_config(
         raise KafkaOptionsError(f"role must be consumer, producer or admin, got {role!r}.")
     translated = translate_properties(properties, key_prefix=key_prefix)
     scopes = _ROLE_SCOPES[role]
-    config = {k: v for k, v in translated.items() if LIBRDKAFKA_PROPERTIES[k][0] in scopes}
+    # Booleans as Python bools: confluent-kafka reads some of them itself
+    # (``delivery.report.only.error``) and refuses the string 'true'.
+    config: dict[str, Any] = {
+        k: (v.strip().lower() == "true" if LIBRDKAFKA_PROPERTIES[k][1] == "bool" else v)
+        for k, v in translated.items()
+        if LIBRDKAFKA_PROPERTIES[k][0] in scopes
+    }
     if role == "consumer":
         config.update(_CONSUMER_OWNED)
         config.setdefault("isolation.level", "read_committed")

@@ -146,6 +146,22 @@ def _fenced(text: str) -> bool:
     return "fenced" in lowered or "epoch" in lowered
 
 
+def _transient(error: Any) -> bool:
+    """True for errors that pass with time: retriable ones, and a group coordinator that is
+    moving or loading (a new cluster's first group request answers NOT_COORDINATOR)."""
+    from confluent_kafka import KafkaError
+
+    if error is None:
+        return False
+    waiting = (
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+    )
+    return bool(error.retriable()) or error.code() in waiting
+
+
 def _kafka_error(exc: BaseException) -> Any:
     return exc.args[0] if exc.args and hasattr(exc.args[0], "retriable") else None
 
@@ -223,15 +239,11 @@ class TransactionalSink:
         from confluent_kafka import Consumer
 
         if group_id not in self._consumers:
-            config = client_config(self.properties_for_group(group_id), role="consumer")
+            config = client_config({**self.properties, "group.id": group_id}, role="consumer")
             config.update({"group.id": group_id, "isolation.level": "read_committed"})
             config["enable.auto.commit"] = "false"
             self._consumers[group_id] = Consumer(config)
         return self._consumers[group_id]
-
-    def properties_for_group(self, group_id: str) -> dict[str, str]:
-        """Client properties for reading and committing ``group_id``'s offsets."""
-        return {**self.properties, "group.id": group_id}
 
     def committed_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
@@ -257,7 +269,7 @@ class TransactionalSink:
                 break
             except KafkaException as exc:
                 error = _kafka_error(exc)
-                if error is None or not error.retriable() or time.monotonic() > deadline:
+                if not _transient(error) or time.monotonic() > deadline:
                     raise TransactionError(
                         f"Could not read the committed offsets of group {group_id!r}: {exc}"
                     ) from exc

@@ -89,7 +89,7 @@ def test_oauthbearer_login_modules() -> None:
             'unsecuredLoginStringClaim_sub="alice";'
         }
     )
-    assert unsecured["enable.sasl.oauthbearer.unsecure.jwt"] == "true"
+    assert unsecured["enable.sasl.oauthbearer.unsecure.jwt"] is True
     assert unsecured["sasl.oauthbearer.config"] == "principal=alice"
 
 
@@ -503,3 +503,14 @@ def test_librdkafka_table_matches_the_installed_library() -> None:
     assert set(LIBRDKAFKA_PROPERTIES) == set(installed)
     for name, scope in installed.items():
         assert LIBRDKAFKA_PROPERTIES[name][0] in (scope, "*"), name
+
+
+def test_boolean_properties_reach_confluent_kafka_as_bools() -> None:
+    from confluent_kafka import Producer
+
+    config = client_config(
+        {"bootstrap.servers": "127.0.0.1:9", "delivery.report.only.error": "TRUE"},
+        role="producer",
+    )
+    assert config["delivery.report.only.error"] is True
+    Producer(config).flush(0)  # confluent-kafka refuses the string 'true' for this one
