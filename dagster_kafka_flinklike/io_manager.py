@@ -50,6 +50,21 @@ _WINDOW_REPLACED = (
 )
 
 
+#: The write metrics an output records; the transaction's only under exactly-once.
+_OUTPUT_METRICS = (
+    "numRecordsOut",
+    "numBytesOut",
+    "numRecordsOutPerSecond",
+    "currentSendTime",
+    "numRecordsOutErrors",
+    "transactionalId",
+    "producerId",
+    "producerEpoch",
+    "transactionDurationMs",
+    "commitAttempts",
+)
+
+
 def _column_json(column: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"name": column.name, "type": column.type}
     if column.metadata_key is not None:
@@ -320,16 +335,7 @@ class KafkaIOManager(ConfigurableIOManager):
         finally:
             run.close()
         metrics = run.metadata()
-        out: dict[str, Any] = {
-            key: metrics[key]
-            for key in (
-                "numRecordsOut",
-                "numBytesOut",
-                "numRecordsOutPerSecond",
-                "currentSendTime",
-                "numRecordsOutErrors",
-            )
-        }
+        out: dict[str, Any] = {key: metrics[key] for key in _OUTPUT_METRICS if key in metrics}
         out["topic"] = spec.topics[0]
         out["sink.delivery-guarantee"] = spec.delivery_guarantee.value
         if result.first_error:

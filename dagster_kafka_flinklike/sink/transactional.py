@@ -1,9 +1,12 @@
 """Exactly-once sink: the run's output and its source offsets commit in one Kafka transaction.
 
-One transactional producer on the driver streams the result out of Spark (Arrow batches, one
-Spark partition at a time) inside a transaction that also carries the source offsets
-(``send_offsets_to_transaction``), so Kafka holds the authoritative checkpoint and a crash at
-any point yields neither loss nor duplicates. The order matters:
+One transactional producer on the driver produces the result as Spark's tasks stream it to the
+driver (:mod:`.driver_stream`: Arrow batches, all partitions at once, bounded memory; an upsert
+changelog partitioned by key, so each key's changes keep their order) inside a transaction that
+also carries the source offsets (``send_offsets_to_transaction``), so Kafka holds the
+authoritative checkpoint and a crash at any point yields neither loss nor duplicates.
+
+The order matters:
 
 1. ``init_transactions`` with the stable ``transactional.id``: fences a previous run of the
    asset and completes or aborts its lingering transaction;
@@ -18,18 +21,16 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeliveryError, KafkaOptionsError, TransactionError
 from ..options import DeliveryGuarantee, client_config
 from ..source.offsets import TopicPartition
-from .serializer import SEQUENCE
 from .writer import WriteResult, producer_config
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 _log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ MAX_DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
 #: Fail the run (and abort) when this share of the transaction timeout has passed unfinished.
 TIMEOUT_SAFETY = 0.9
 _REQUEST_TIMEOUT_S = 30.0
+#: One ``commit_transaction`` attempt; a commit still pending then is retried.
+COMMIT_ATTEMPT_TIMEOUT_S = 30.0
 _STATS_INTERVAL_MS = 500
 
 
@@ -108,36 +111,6 @@ class TransactionResult(WriteResult):
     producer_epoch: int | None = None
     transaction_ms: float = 0.0
     commit_attempts: int = 0
-
-
-def driver_batches(encoded: DataFrame) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """Stream a DataFrame to the driver as ``(spark_partition, Arrow batch)``, bounded memory.
-
-    Each Spark task ships its Arrow batches as IPC blobs; the driver fetches one Spark partition
-    at a time (``toLocalIterator``), so memory is bounded by a partition, never the whole result.
-    """
-    import pyarrow as pa
-
-    def to_ipc(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        task = context.partitionId() if context is not None else 0
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, batch.schema) as stream:
-                stream.write_batch(batch)
-            yield pa.RecordBatch.from_pydict(
-                {"task": [task], "ipc": [sink.getvalue().to_pybytes()]},
-                schema=pa.schema([("task", pa.int32()), ("ipc", pa.binary())]),
-            )
-
-    blobs = encoded.mapInArrow(to_ipc, "task int, ipc binary")
-    for row in blobs.toLocalIterator(prefetchPartitions=True):
-        for batch in pa.ipc.open_stream(row["ipc"]):
-            yield row["task"], batch
 
 
 def _fenced(text: str) -> bool:
@@ -295,7 +268,8 @@ class TransactionalSink:
         """
         from confluent_kafka import KafkaException
 
-        from .writer import produce_arrow_batches
+        from .driver_stream import driver_batches
+        from .writer import distribute, produce_arrow_batches
 
         producer = self._require()
         producer.begin_transaction()
@@ -304,9 +278,7 @@ class TransactionalSink:
         deadline = started + self.timeout_ms / 1000 * TIMEOUT_SAFETY
         state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
         records = 0
-        if SEQUENCE in encoded.columns:  # upsert changelog: keep each key's order
-            encoded = encoded.orderBy(SEQUENCE).drop(SEQUENCE)
-        outputs = [(self.topic, encoded, self.partitioner)]
+        outputs = [(self.topic, distribute(encoded), self.partitioner)]
         outputs += [(topic, frame, "default") for topic, frame in extra]
         try:
             for topic, frame, partitioner in outputs:
@@ -373,7 +345,7 @@ class TransactionalSink:
         while True:
             attempts += 1
             try:
-                producer.commit_transaction(_REQUEST_TIMEOUT_S)
+                producer.commit_transaction(COMMIT_ATTEMPT_TIMEOUT_S)
                 return attempts
             except KafkaException as exc:
                 error = _kafka_error(exc)

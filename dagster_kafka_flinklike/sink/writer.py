@@ -410,6 +410,24 @@ def _connector_error(exc: Exception) -> KafkaConnectorError | None:
     return None
 
 
+def distribute(encoded: DataFrame, parallelism: int | None = None) -> DataFrame:
+    """The rows as the writing tasks get them.
+
+    An ``upsert-kafka`` changelog (it carries the ``SEQUENCE`` column) is hash-partitioned by
+    key and ordered within each key, so one task produces all of a key's changes in order;
+    otherwise ``parallelism`` (``sink.parallelism``), when given, sets the number of tasks.
+    """
+    if SEQUENCE in encoded.columns:
+        if parallelism:
+            encoded = encoded.repartition(parallelism, "key")
+        else:
+            encoded = encoded.repartition("key")
+        return encoded.sortWithinPartitions(SEQUENCE).drop(SEQUENCE)
+    if parallelism:
+        return encoded.repartition(parallelism)
+    return encoded
+
+
 def write(
     encoded: DataFrame,
     topic: str,
@@ -454,14 +472,7 @@ def write(
     config = producer_config(properties, guarantee)
     fail_fast = guarantee == DeliveryGuarantee.AT_LEAST_ONCE
     placement = plan_partitioner(partitioner, topic, properties)
-    if SEQUENCE in encoded.columns:
-        if parallelism:
-            encoded = encoded.repartition(parallelism, "key")
-        else:
-            encoded = encoded.repartition("key")
-        encoded = encoded.sortWithinPartitions(SEQUENCE).drop(SEQUENCE)
-    elif parallelism:
-        encoded = encoded.repartition(parallelism)
+    encoded = distribute(encoded, parallelism)
     num_tasks = parallelism or 0
     if placement.custom is not None and not num_tasks:
         num_tasks = encoded.rdd.getNumPartitions()

@@ -7,6 +7,8 @@ Transaction-timeout tests use a second embedded broker started with a small
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -24,6 +26,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.local import EmbeddedKafka
+from dagster_kafka_flinklike.sink import transactional
 from dagster_kafka_flinklike.sink.transactional import transaction_timeout_ms
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import consume_all, produce, wait_for_topic
@@ -183,14 +186,19 @@ def test_concurrent_runs_one_is_fenced_output_once(kafka_bootstrap, new_topic, s
 
 
 @pytest.fixture(scope="module")
-def small_timeout_broker(tmp_path_factory) -> str:
+def small_broker(tmp_path_factory) -> EmbeddedKafka:
     broker = EmbeddedKafka(
         Path(tmp_path_factory.mktemp("kafka-small-txn")),
         extra_properties={"transaction.max.timeout.ms": str(SMALL_MAX_TIMEOUT_MS)},
     )
-    bootstrap = broker.start(timeout=180)
-    yield bootstrap
+    broker.start(timeout=180)
+    yield broker
     broker.stop()
+
+
+@pytest.fixture
+def small_timeout_broker(small_broker: EmbeddedKafka) -> str:
+    return small_broker.bootstrap_servers
 
 
 def _topic(bootstrap: str, name: str) -> str:
@@ -243,3 +251,44 @@ def test_transaction_outliving_its_timeout_fails_then_rerun_delivers_once(
     fast = copy_asset(source, sink, control={}, sink_props=props)
     materialize([fast], resources=resources, instance=DagsterInstance.ephemeral())
     assert output_ids(small_timeout_broker, sink, 1) == Counter(range(30))
+
+
+class PauseBrokerAtCommit:
+    """A log that freezes the broker (SIGSTOP) as the commit starts and resumes it later."""
+
+    def __init__(self, pid: int, pause_s: float) -> None:
+        self.pid, self.pause_s = pid, pause_s
+        self.warnings: list[str] = []
+
+    def info(self, message: str) -> None:
+        if message.endswith("committing."):
+            os.kill(self.pid, signal.SIGSTOP)
+            threading.Timer(self.pause_s, os.kill, (self.pid, signal.SIGCONT)).start()
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def test_a_commit_that_times_out_is_retried_never_aborted(small_broker, spark, monkeypatch) -> None:
+    bootstrap = small_broker.bootstrap_servers
+    source, sink_topic = _topic(bootstrap, "retry-in"), _topic(bootstrap, "retry-out")
+    monkeypatch.setattr(transactional, "COMMIT_ATTEMPT_TIMEOUT_S", 0.5)
+    pid = int(json.loads(small_broker.state_file.read_text())["pid"])
+    log = PauseBrokerAtCommit(pid, pause_s=2.0)
+    sink = transactional.TransactionalSink(
+        sink_topic, {"bootstrap.servers": bootstrap}, "retry-commit-0", log=log
+    )
+    encoded = spark.createDataFrame(
+        [(None, json.dumps({"id": i}).encode()) for i in range(100)], "key binary, value binary"
+    )
+    try:
+        sink.begin()
+        result = sink.write(encoded, {"retry-group": {(source, 0): 100}})
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        sink.close()
+    assert result.records == 100
+    assert result.commit_attempts >= 2
+    assert any("retrying" in w for w in log.warnings)
+    assert output_ids(bootstrap, sink_topic, 1) == Counter(range(100))
+    assert committed(bootstrap, "retry-group", source, 1) == [100]

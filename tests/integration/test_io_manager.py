@@ -26,7 +26,7 @@ from dagster_kafka_flinklike.io_manager import (
     kafka_table_metadata,
 )
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import produce
+from tests.conftest import consume_all, produce
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "name", "type": "STRING"}]
 
@@ -322,3 +322,45 @@ def test_a_failed_at_least_once_delivery_fails_the_run(
     assert "not delivered" in text
     assert "too large" in text.lower()
     assert instance.get_latest_materialization_event(AssetKey("oversized")) is None
+
+
+def test_an_exactly_once_output_commits_in_one_transaction_per_materialization(
+    kafka_bootstrap, new_topic, resources, spark
+) -> None:
+    topic = new_topic(partitions=3)
+    sink = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "key.format": "raw",
+            "key.fields": "name",
+            "value.format": "json",
+            "sink.delivery-guarantee": "exactly-once",
+            "sink.transactional-id-prefix": f"io-{topic}",
+        },
+        columns=COLUMNS,
+    )
+
+    @asset(io_manager_key="kafka_io", metadata=kafka_table_metadata(sink))
+    def ledger():
+        return spark.createDataFrame(
+            [(i, f"n{i}") for i in range(500)], "id bigint, name string"
+        ).repartition(4)
+
+    instance = DagsterInstance.ephemeral()
+    epochs = []
+    for _ in range(2):
+        result = materialize([ledger], resources=resources, instance=instance)
+        assert result.success
+        meta = result.asset_materializations_for_node("ledger")[0].metadata
+        assert meta["numRecordsOut"].value == 500
+        assert meta["transactionalId"].value == f"io-{topic}-ledger-0"
+        assert meta["commitAttempts"].value == 1
+        assert meta["transactionDurationMs"].value > 0
+        epochs.append(meta["producerEpoch"].value)
+    # One stable id: the second materialization fenced the first (same id, a later epoch).
+    assert epochs[1] > epochs[0]
+    committed = consume_all(kafka_bootstrap, topic, 3, "read_committed")
+    ids = sorted(json.loads(m.value())["id"] for m in committed)
+    assert ids == sorted(list(range(500)) * 2)
+    assert all(m.key() == f"n{json.loads(m.value())['id']}".encode() for m in committed)

@@ -1,0 +1,302 @@
+"""Stream a DataFrame's Arrow batches from Spark's tasks straight to the driver's Python process.
+
+The exactly-once sink has one transactional producer, on the driver, so the whole result passes
+through the driver. Spark's collection paths (``toLocalIterator``) carry every batch through the
+driver JVM's heap. Here each task's Python worker connects to a :class:`BatchServer` in the
+driver's Python process and writes its partition as an Arrow IPC stream; the driver reads the
+streams of all running tasks at once, in bounded memory. Spark's job itself returns one row per
+partition — its row count — which the driver checks against what it received.
+
+Task attempts: the first complete stream of a partition wins; a later attempt of the same
+partition (a retry, a speculative copy) is read and discarded. An attempt that breaks after
+some of its rows were handed on cannot be resumed safely (a retry may order its rows
+differently), so the transfer fails and the caller aborts its transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import secrets
+import socket
+import struct
+import threading
+import uuid
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TransactionError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+_log = logging.getLogger(__name__)
+
+_TOKEN_BYTES = 16
+_HEADER = struct.Struct(">ii")  # partition, attempt
+_ACK = struct.Struct(">q")  # rows received
+_EMPTY, _STREAM = b"\x00", b"\x01"
+_CONNECT_TIMEOUT_S = 60.0
+_POLL_S = 0.2
+#: Batches waiting for the driver's consumer; the senders block beyond this (backpressure).
+QUEUE_BATCHES = 16
+_DONE = object()
+
+
+class TransferError(TransactionError):
+    """A partition's stream broke after part of it was handed on, or counts disagree."""
+
+
+def _read_exact(stream: Any, size: int) -> bytes:
+    data = stream.read(size)
+    if data is None or len(data) != size:
+        raise ConnectionError(f"stream ended after {len(data or b'')} of {size} bytes")
+    return bytes(data)
+
+
+def send_partition(
+    address: tuple[str, int],
+    token: bytes,
+    partition: int,
+    attempt: int,
+    batches: Iterator[pa.RecordBatch],
+) -> int:
+    """Send one task's batches to a :class:`BatchServer`; returns the rows the server received.
+
+    Blocks until the server acknowledges the whole stream, so a task succeeds only once its rows
+    are with the driver.
+
+    Raises:
+        TransferError: the server acknowledged a different number of rows.
+    """
+    import pyarrow as pa
+
+    rows = 0
+    with socket.create_connection(address, timeout=_CONNECT_TIMEOUT_S) as sock:
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        with sock.makefile("wb", buffering=1 << 20) as out:
+            out.write(token + _HEADER.pack(partition, attempt))
+            writer = None
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if writer is None:
+                    out.write(_STREAM)
+                    writer = pa.ipc.new_stream(out, batch.schema)
+                writer.write_batch(batch)
+                rows += batch.num_rows
+            if writer is None:
+                out.write(_EMPTY)
+            else:
+                writer.close()
+            out.flush()
+        with sock.makefile("rb") as answers:
+            (received,) = _ACK.unpack(_read_exact(answers, _ACK.size))
+    if received != rows:
+        raise TransferError(
+            f"Partition {partition} sent {rows} row(s) to the driver, which acknowledged "
+            f"{received}."
+        )
+    return received
+
+
+class BatchServer:
+    """Receives partitions' Arrow streams on the driver and queues ``(partition, batch)``.
+
+    Iterate :meth:`batches` from one thread while the Spark job runs; :meth:`finish` with the
+    job's per-partition counts ends the iteration once everything queued has been taken.
+
+    Args:
+        host: the address tasks connect to (the driver's host).
+        bind: the address to listen on (defaults to ``host``).
+    """
+
+    def __init__(self, host: str, bind: str | None = None) -> None:
+        self.token = secrets.token_bytes(_TOKEN_BYTES)
+        self._server = socket.create_server((bind or host, 0))
+        self._server.settimeout(_POLL_S)
+        self.address = (host, self._server.getsockname()[1])
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._partition_locks: dict[int, threading.Lock] = {}
+        self._complete: dict[int, int] = {}
+        self._handlers: list[threading.Thread] = []
+        self._connections: set[socket.socket] = set()
+        self._acceptor = threading.Thread(target=self._accept, name="dkf-batch-server", daemon=True)
+        self._acceptor.start()
+
+    # -- receiving --------------------------------------------------------------------------
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            handler = threading.Thread(target=self._handle, args=(conn,), daemon=True)
+            with self._lock:
+                self._connections.add(conn)
+                self._handlers.append(handler)
+            handler.start()
+
+    def _put(self, item: Any) -> None:
+        while not self._closed.is_set():
+            try:
+                self._queue.put(item, timeout=_POLL_S)
+                return
+            except queue.Full:
+                continue
+        raise ConnectionAbortedError("the transfer was closed")
+
+    def _handle(self, conn: socket.socket) -> None:
+        import pyarrow as pa
+
+        conn.settimeout(None)
+        partition, forwarded = -1, 0
+        try:
+            with conn, conn.makefile("rb", buffering=1 << 20) as stream:
+                head = _read_exact(stream, _TOKEN_BYTES + _HEADER.size)
+                if not secrets.compare_digest(head[:_TOKEN_BYTES], self.token):
+                    _log.warning("Refused a connection without the transfer's token.")
+                    return
+                partition, attempt = _HEADER.unpack(head[_TOKEN_BYTES:])
+                with self._lock:
+                    partition_lock = self._partition_locks.setdefault(partition, threading.Lock())
+                with partition_lock:
+                    discard = partition in self._complete
+                    rows = 0
+                    if _read_exact(stream, 1) == _STREAM:
+                        for batch in pa.ipc.open_stream(stream):
+                            rows += batch.num_rows
+                            if not discard:
+                                self._put((partition, batch))
+                                forwarded += batch.num_rows
+                    if not discard:
+                        self._complete[partition] = rows
+                    conn.sendall(_ACK.pack(rows))
+                    if discard:
+                        _log.info(
+                            f"Partition {partition}, attempt {attempt}: already received from "
+                            f"an earlier attempt; {rows} row(s) discarded."
+                        )
+        except (OSError, pa.ArrowInvalid, ConnectionError) as exc:
+            if forwarded and not self._closed.is_set():
+                with contextlib.suppress(ConnectionAbortedError):
+                    self._put(
+                        TransferError(
+                            f"The Spark task of partition {partition} failed after sending "
+                            f"{forwarded} row(s) to the driver ({exc}). Its retry cannot be "
+                            f"matched row for row, so the transaction is aborted; nothing was "
+                            f"committed and the next run re-reads the same offsets."
+                        )
+                    )
+        finally:
+            with self._lock:
+                self._connections.discard(conn)
+
+    # -- the driver's side ------------------------------------------------------------------
+    def finish(self, counts: dict[int, int] | BaseException) -> None:
+        """End :meth:`batches` with the job's rows per partition, or with the job's error."""
+        self._put((_DONE, counts))
+
+    def batches(self) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """Yield ``(partition, batch)`` as the streams arrive, until :meth:`finish`.
+
+        Raises:
+            TransferError: a stream broke after part of it was handed on, or the driver did
+                not receive exactly what the job's tasks counted.
+        """
+        while True:
+            item = self._queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            if item[0] is _DONE:
+                counts = item[1]
+                if isinstance(counts, BaseException):
+                    raise counts
+                self._check(counts)
+                return
+            yield item
+
+    def _check(self, counts: dict[int, int]) -> None:
+        received = dict(self._complete)
+        if received != counts:
+            raise TransferError(
+                f"The driver received rows per partition {received}, but the Spark job counted "
+                f"{counts}; the transaction is aborted and nothing was committed."
+            )
+
+    def close(self) -> None:
+        """Stop accepting, drop open streams and unblock every handler."""
+        self._closed.set()
+        self._server.close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self._acceptor.join()
+
+
+def _driver_address(spark: Any) -> tuple[str, str]:
+    conf = spark.sparkContext.getConf()
+    host = conf.get("spark.driver.host", None) or socket.gethostname()
+    return host, conf.get("spark.driver.bindAddress", None) or host
+
+
+def driver_batches(frame: DataFrame) -> Generator[tuple[int, pa.RecordBatch], None, None]:
+    """Stream a DataFrame to the driver as ``(spark_partition, Arrow batch)``, bounded memory.
+
+    Runs the Spark job in a background thread; its tasks stream their partitions to a
+    :class:`BatchServer` in this process, bypassing the driver JVM. Closing the iterator early
+    cancels the job.
+
+    Raises:
+        TransferError: a partition's stream broke after part of it was yielded, or the counts
+            disagree.
+    """
+    from pyspark import InheritableThread, TaskContext
+
+    spark = frame.sparkSession
+    host, bind = _driver_address(spark)
+    server = BatchServer(host, bind)
+    address, token = server.address, server.token
+
+    def send(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        rows = send_partition(address, token, partition, attempt, batches)
+        yield pa.RecordBatch.from_pydict(
+            {"partition": [partition], "rows": [rows]},
+            schema=pa.schema([("partition", pa.int32()), ("rows", pa.int64())]),
+        )
+
+    group = f"dkf-driver-stream-{uuid.uuid4().hex}"
+    context = spark.sparkContext
+
+    def run() -> None:
+        try:
+            context.setJobGroup(group, "exactly-once sink: stream to the driver", True)
+            counts = frame.mapInArrow(send, "partition int, rows long").collect()
+            server.finish({row["partition"]: row["rows"] for row in counts})
+        except BaseException as exc:
+            with contextlib.suppress(ConnectionAbortedError):
+                server.finish(exc)
+
+    job = InheritableThread(target=run, name="dkf-driver-stream-job", daemon=True)
+    job.start()
+    try:
+        yield from server.batches()
+    finally:
+        if job.is_alive():
+            context.cancelJobGroup(group)
+        server.close()
+        job.join()
