@@ -19,7 +19,7 @@ See ``bench/README.md``.
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (1;
 best of n), ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's
 tasks; default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY``
-(``6g``: the Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS``
+(``3g``: the Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS``
 (use that broker instead of starting one).
 """
 
@@ -38,15 +38,13 @@ import _common as common
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-#: Records per DataFrame partition when ``BENCH_SPARK_PARTITIONS`` is not set. The exactly-once
-#: sink ships each partition to the driver as one task result, held in the driver JVM's heap in
-#: several copies at once; ~30 MB partitions keep that well inside the heap.
+#: Records per DataFrame partition when ``BENCH_SPARK_PARTITIONS`` is not set: the at-least-once
+#: sink's tasks, and the streams the exactly-once sink's driver reads.
 RECORDS_PER_SPARK_PARTITION = 125_000
-#: The Spark driver's heap: the cached DataFrame (~1.2 GB at 5M records) must fit beside what
-#: the exactly-once sink leaves in it (``toLocalIterator`` keeps about the bytes it streamed,
-#: ~1.5 GB per 5M-record write, live until the session ends). ``BENCH_DRIVER_MEMORY``
-#: overrides it; raise it with ``BENCH_REPEATS``.
-DRIVER_MEMORY = "6g"
+#: The Spark driver's heap: the cached DataFrame (~1.2 GB at 5M records) must fit in Spark's
+#: storage memory, or the timed writes re-read part of it from disk. ``BENCH_DRIVER_MEMORY``
+#: overrides it.
+DRIVER_MEMORY = "3g"
 #: Records of the untimed write through each sink just before it is timed.
 WARM_RECORDS = 20_000
 #: The raw loop serves delivery reports (``poll(0)``) after every this many records.
@@ -244,6 +242,19 @@ def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, float, 
     return seconds, cpu, result
 
 
+def jvm_heap_used_mb(spark: SparkSession) -> float:
+    """The Spark driver JVM's heap in use right after a full garbage collection, in MiB.
+
+    Read after every exactly-once write: a sink that leaves data behind in the driver JVM shows
+    as growth from one write to the next.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.java.lang.System.gc()
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
+
+
 def committed_records(bootstrap: str, topic: str, partitions: int) -> int:
     """Records of ``topic`` a read_committed consumer sees, counted to the end.
 
@@ -419,6 +430,8 @@ def measure(
     runs: dict[str, list[tuple[float, float, float]]] = {"raw": [], "alo": [], "eos": []}
     raw_rss = 0.0
     eos_stats: dict[str, Any] = {}
+    heap_before = jvm_heap_used_mb(spark)
+    heap_after: list[float] = []
 
     def record(name: str, label: str, seconds: float, cpu: float) -> None:
         runs[name].append((records / seconds, seconds, cpu))
@@ -458,6 +471,11 @@ def measure(
             "commit_attempts": result.commit_attempts,
         }
         record("eos", f"exactly-once sink, 1 transaction{tag}", seconds, cpu)
+        heap_after.append(jvm_heap_used_mb(spark))
+        common.log(
+            f"driver JVM heap after a full GC: {heap_before:,.0f} MiB before the first "
+            f"exactly-once write, {heap_after[-1]:,.0f} MiB after this one"
+        )
 
     df.unpersist()
     warm.unpersist()
@@ -493,6 +511,8 @@ def measure(
         "producer_settings": shown,
         "eos_producer_settings": {**eos_shown, "transaction.timeout.ms": eos_timeout_ms},
         "eos_transaction": eos_stats,
+        "driver_jvm_heap_mb": {"before_eos": heap_before, "after_eos": heap_after},
+        "eos_heap_growth_mb": round(heap_after[-1] - heap_before, 1),
         "raw_poll_every": RAW_POLL_EVERY,
         "spark_partitions": spark_partitions,
         "spark_driver_memory": driver_memory,

@@ -11,6 +11,10 @@ Task attempts: the first complete stream of a partition wins; a later attempt of
 partition (a retry, a speculative copy) is read and discarded. An attempt that breaks after
 some of its rows were handed on cannot be resumed safely (a retry may order its rows
 differently), so the transfer fails and the caller aborts its transaction.
+
+Network: executors connect to the driver at ``spark.driver.host`` on a port chosen per write
+(listening on ``spark.driver.bindAddress`` when set), as they already reach the driver's other
+ports; a connection must present the write's random token.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import socket
 import struct
 import threading
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TransactionError
@@ -204,15 +208,25 @@ class BatchServer:
         """End :meth:`batches` with the job's rows per partition, or with the job's error."""
         self._put((_DONE, counts))
 
-    def batches(self) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def batches(
+        self, check: Callable[[], None] | None = None
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """Yield ``(partition, batch)`` as the streams arrive, until :meth:`finish`.
+
+        ``check`` is called while waiting for the next batch (every fraction of a second); what
+        it raises ends the iteration, e.g. a transaction about to outlive its timeout.
 
         Raises:
             TransferError: a stream broke after part of it was handed on, or the driver did
                 not receive exactly what the job's tasks counted.
         """
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=_POLL_S)
+            except queue.Empty:
+                if check is not None:
+                    check()
+                continue
             if isinstance(item, BaseException):
                 raise item
             if item[0] is _DONE:
@@ -249,12 +263,14 @@ def _driver_address(spark: Any) -> tuple[str, str]:
     return host, conf.get("spark.driver.bindAddress", None) or host
 
 
-def driver_batches(frame: DataFrame) -> Generator[tuple[int, pa.RecordBatch], None, None]:
+def driver_batches(
+    frame: DataFrame, check: Callable[[], None] | None = None
+) -> Generator[tuple[int, pa.RecordBatch], None, None]:
     """Stream a DataFrame to the driver as ``(spark_partition, Arrow batch)``, bounded memory.
 
     Runs the Spark job in a background thread; its tasks stream their partitions to a
     :class:`BatchServer` in this process, bypassing the driver JVM. Closing the iterator early
-    cancels the job.
+    (or ``check`` raising while it waits, see :meth:`BatchServer.batches`) cancels the job.
 
     Raises:
         TransferError: a partition's stream broke after part of it was yielded, or the counts
@@ -294,7 +310,7 @@ def driver_batches(frame: DataFrame) -> Generator[tuple[int, pa.RecordBatch], No
     job = InheritableThread(target=run, name="dkf-driver-stream-job", daemon=True)
     job.start()
     try:
-        yield from server.batches()
+        yield from server.batches(check)
     finally:
         if job.is_alive():
             context.cancelJobGroup(group)

@@ -135,6 +135,18 @@ def _transient(error: Any) -> bool:
     return bool(error.retriable()) or error.code() in waiting
 
 
+def _kafka_exception(exc: BaseException | None) -> BaseException | None:
+    """The confluent-kafka ``KafkaException`` in ``exc``'s chain of causes, if any."""
+    from confluent_kafka import KafkaException
+
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, KafkaException):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _kafka_error(exc: BaseException) -> Any:
     return exc.args[0] if exc.args and hasattr(exc.args[0], "retriable") else None
 
@@ -280,11 +292,15 @@ class TransactionalSink:
         records = 0
         outputs = [(self.topic, distribute(encoded), self.partitioner)]
         outputs += [(topic, frame, "default") for topic, frame in extra]
+
+        def in_time() -> None:
+            if time.monotonic() > deadline:
+                raise TransactionError(self._timeout_message(started))
+
         try:
             for topic, frame, partitioner in outputs:
-                for task, batch in driver_batches(frame):
-                    if time.monotonic() > deadline:
-                        raise TransactionError(self._timeout_message(started))
+                for task, batch in driver_batches(frame, in_time):
+                    in_time()
                     produced = produce_arrow_batches(
                         producer, [batch], topic, state, partitioner=partitioner, task=task
                     )
@@ -301,9 +317,14 @@ class TransactionalSink:
                 )
             for group_id, group_offsets in offsets.items():
                 self._send_offsets(group_id, group_offsets)
-        except KafkaException as exc:
+        except (KafkaException, SystemError) as exc:
             self._abort()
-            raise TransactionError(self._failure_message(exc, started)) from exc
+            # A fatal producer error can surface as a SystemError from the next delivery
+            # callback that confluent-kafka runs with the error still set.
+            cause = _kafka_exception(exc)
+            if cause is None:
+                raise
+            raise TransactionError(self._failure_message(cause, started)) from exc
         except BaseException:
             self._abort()
             raise

@@ -92,8 +92,14 @@ def producer_config(properties: Mapping[str, str], guarantee: DeliveryGuarantee)
     """librdkafka producer settings for a sink's ``properties.*`` and delivery guarantee.
 
     Keyed records without an explicit partition are hashed as the Java client hashes them.
+    Only failed deliveries are reported (the writers count what they produce, and a flush
+    waits out every record), which saves a Python callback per delivered record.
     """
-    config: dict[str, Any] = {"partitioner": LIBRDKAFKA_DEFAULT, "linger.ms": 5}
+    config: dict[str, Any] = {
+        "partitioner": LIBRDKAFKA_DEFAULT,
+        "linger.ms": 5,
+        "delivery.report.only.error": True,
+    }
     if guarantee != DeliveryGuarantee.NONE:
         config.update({"acks": "all", "enable.idempotence": True})
     config.update(client_config(properties, role="producer"))
@@ -340,6 +346,23 @@ def _retry(
             continue
 
 
+#: Producers of finished tasks, kept by the Python worker for its next task with the same
+#: settings (Spark reuses Python workers), so a task does not pay for a new producer's
+#: connections and idempotent producer id. Only a producer whose task ended cleanly is kept.
+_IDLE_PRODUCERS: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+#: At most this many distinct producer settings are kept idle per worker.
+_IDLE_SETTINGS = 4
+
+
+def _borrow_producer(config: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], Any]:
+    """An idle producer with exactly ``config`` from this worker's earlier tasks, or a new one."""
+    from confluent_kafka import Producer
+
+    key = tuple(sorted((name, repr(value)) for name, value in config.items()))
+    idle = _IDLE_PRODUCERS.get(key)
+    return key, idle.pop() if idle else Producer(dict(config))
+
+
 def _write_task(
     batches: Iterator[pa.RecordBatch],
     topic: str,
@@ -348,9 +371,12 @@ def _write_task(
     num_tasks: int,
     fail_fast: bool,
 ) -> Iterator[pa.RecordBatch]:
-    """One Spark task: its own producer, its rows produced, one result row (none if empty)."""
+    """One Spark task: a producer of its own, its rows produced, one result row (none if empty).
+
+    The producer is flushed before the task ends and, if everything was delivered, kept for the
+    worker's next task.
+    """
     import pyarrow as pa
-    from confluent_kafka import Producer
     from pyspark import TaskContext
 
     first = next(batches, None)
@@ -360,7 +386,7 @@ def _write_task(
         return
     context = TaskContext.get()
     task_index = context.partitionId() if context is not None else 0
-    producer = Producer(dict(config))
+    slot, producer = _borrow_producer(config)
     report = DeliveryReport()
     started = time.perf_counter()
     counts = produce_batches(
@@ -377,6 +403,10 @@ def _write_task(
     if remaining and error is None:
         error = f"{remaining} record(s) not delivered within {_FLUSH_TIMEOUT_S:.0f} s"
     send_ms = (time.perf_counter() - started) * 1000
+    if not failed:
+        if slot not in _IDLE_PRODUCERS and len(_IDLE_PRODUCERS) >= _IDLE_SETTINGS:
+            _IDLE_PRODUCERS.clear()  # settings seen long ago: let their producers go
+        _IDLE_PRODUCERS.setdefault(slot, []).append(producer)
     if fail_fast and failed:
         raise DeliveryError(
             f"{failed} record(s) to topic {topic!r} were not delivered: {error}. "

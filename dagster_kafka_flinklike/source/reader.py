@@ -403,6 +403,28 @@ def _check_idle(
     return False
 
 
+_EXP_DONE = False
+
+
+def _exp_prepare() -> None:
+    import os
+
+    global _EXP_DONE
+    if _EXP_DONE:
+        return
+    _EXP_DONE = True
+    exp = os.environ.get("DKF_EXP", "")
+    if "freeze" in exp:
+        gc.collect()
+        gc.freeze()
+    if "mallopt" in exp:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 * 1024 * 1024)
+        libc.mallopt(-1, 128 * 1024 * 1024)
+
+
 def read_splits(
     spark: SparkSession,
     splits: Sequence[KafkaSplit],
@@ -426,6 +448,7 @@ def read_splits(
         return spark.createDataFrame([], schema)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        _exp_prepare()
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 yield from read_split(split_list[index], config, fields, batch_size=batch_size)
