@@ -15,8 +15,9 @@ Python workers. The last line printed is one JSON object with every figure; see
 ``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (1; best of n),
-``BENCH_BATCH`` (the reader's batch size), ``BENCH_COMPRESSION`` (``none`` or ``lz4``),
-``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
+``BENCH_BATCH`` (the reader's batch size), ``BENCH_WARMUP`` (records each Spark query reads
+before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION`` (``none`` or
+``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
 """
 
 from __future__ import annotations
@@ -175,17 +176,67 @@ def output_rows(spark: SparkSession) -> int:
     return rows
 
 
-def timed_noop_write(spark: SparkSession, df: DataFrame) -> tuple[float, int, float]:
-    """Seconds to write ``df`` to the no-op sink, its row count, and the CPU seconds the Spark
-    JVM and Python workers used meanwhile."""
+#: Thread names (as ``/proc/<pid>/task/*/stat`` shows them, cut to 15 characters) of the JVM's
+#: JIT compilers.
+_JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+
+
+def _jit_cpu(pid: int) -> float:
+    """CPU seconds the JIT compiler threads of JVM ``pid`` have used."""
+    used = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if name.startswith(_JIT_THREADS):  # utime and stime, as in common.cpu_seconds
+            used += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+@dataclass
+class SparkRun:
+    """One timed Spark job: wall time, rows out, and CPU seconds by process kind."""
+
+    seconds: float
+    rows: int
+    jvm_cpu: float  # the Spark JVM (driver and executor in local mode), JIT included
+    jit_cpu: float  # of which the JIT compiler threads
+    python_cpu: float  # the Spark Python daemon and workers
+    new_workers: int  # Python workers started during the run (each imports the library)
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of the Spark JVM and the Python workers together."""
+        return self.jvm_cpu + self.python_cpu
+
+
+def timed_noop_write(spark: SparkSession, df: DataFrame) -> SparkRun:
+    """Write ``df`` to the no-op sink: seconds, row count, and the CPU the Spark JVM and Python
+    workers used meanwhile (and how much of the JVM's went to JIT compilation)."""
     kinds = ("spark-jvm", "spark-python")
     cpu_before = common.cpu_by_pid(kinds)
+    jvms = [pid for pid in cpu_before if common.process_kind(pid) == "spark-jvm"]
+    jit_before = {pid: _jit_cpu(pid) for pid in jvms}
     began = time.monotonic()
     df.write.format("noop").mode("overwrite").save()
     elapsed = time.monotonic() - began
+    jit = sum(_jit_cpu(pid) - used for pid, used in jit_before.items())
     cpu_after = common.cpu_by_pid(kinds)
-    cpu = sum(used - cpu_before.get(pid, 0.0) for pid, used in cpu_after.items())
-    return elapsed, output_rows(spark), cpu
+    by_kind = {"spark-jvm": 0.0, "spark-python": 0.0}
+    for pid, used in cpu_after.items():
+        kind = "spark-jvm" if pid in jit_before else "spark-python"
+        by_kind[kind] += used - cpu_before.get(pid, 0.0)
+    started = len(set(cpu_after) - set(cpu_before))
+    return SparkRun(
+        elapsed, output_rows(spark), by_kind["spark-jvm"], jit, by_kind["spark-python"], started
+    )
 
 
 def dirty_rows(decoded: DataFrame) -> tuple[int, int]:
@@ -234,6 +285,7 @@ class Workload:
     splits: tuple[Any, ...]
     fields: tuple[str, ...]
     batch: int
+    warmup: int  # records each query reads before the timed runs
 
 
 def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Workload:
@@ -268,6 +320,7 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Worklo
         splits=plan.splits,
         fields=record_fields(spec),
         batch=common.env_int("BENCH_BATCH", DEFAULT_BATCH_SIZE),
+        warmup=common.env_int("BENCH_WARMUP", max(10_000, records // 20)),
     )
     common.log(
         f"plan: {len(plan.splits)} splits of {plan.pending_offsets:,} offsets; JSON path "
@@ -277,27 +330,37 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Worklo
 
 
 def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
-    """A small read and decode: JVM and Python workers start, code is compiled; not timed.
+    """Run every timed Spark query once over a slice of each partition; not timed.
 
-    The timed JSON runs only count rows, so this also checks that the orders decode cleanly.
+    The JVM compiles what a query runs per record, per batch and per task only after it ran
+    often enough; a slice of the data (``work.warmup`` records, one task per partition as in
+    the timed runs) makes the timed runs measure reading rather than JIT compilation, as the
+    raw loop's timing leaves out its interpreter start-up. The timed JSON runs only count rows,
+    so this also checks that the orders decode cleanly.
     """
     from dagster_kafka_flinklike.source import KafkaSplit
     from dagster_kafka_flinklike.source.reader import read_splits
     from dagster_kafka_flinklike.source.records import decode_records
 
-    warm = [KafkaSplit(work.topic, p, 0, min(end, 5_000)) for p, end in work.ends.items()]
-    warm = warm[:slots]
+    share = max(1, work.warmup // len(work.ends))
+    warm = [KafkaSplit(work.topic, p, 0, min(end, share)) for p, end in work.ends.items()]
+    jit = 0.0
+    for columns in (("value",), work.fields):
+        df = read_splits(spark, warm, work.consumer_config, columns, batch_size=work.batch)
+        jit += timed_noop_write(spark, df).jit_cpu
     df = read_splits(spark, warm, work.consumer_config, work.fields, batch_size=work.batch)
-    timed_noop_write(spark, df)
-    timed_noop_write(spark, decode_records(work.spec, df))
+    jit += timed_noop_write(spark, decode_records(work.spec, df)).jit_cpu
     rows, dirty = dirty_rows(decode_records(work.spec, df))
     if rows != sum(s.size for s in warm) or dirty:
         raise RuntimeError(f"decoding the warm-up orders gave {rows} rows, {dirty} dirty")
-    common.log(f"spark: {slots} task slots, warmed up; {rows:,} orders decode cleanly")
+    common.log(
+        f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
+        f"of JIT compilation); the orders decode cleanly"
+    )
 
 
-#: Per measurement: (records/s, seconds, CPU seconds) of every repeat.
-Runs = dict[str, list[tuple[float, float, float]]]
+#: Per measurement: (records/s, seconds, CPU seconds, the Spark run if any) of every repeat.
+Runs = dict[str, list[tuple[float, float, float, SparkRun | None]]]
 
 
 def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tuple[Runs, float]:
@@ -312,15 +375,22 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
     }
     raw_rss = 0.0
 
-    def record(name: str, label: str, seconds: float, cpu: float) -> None:
-        runs[name].append((records / seconds, seconds, cpu))
+    def record(name: str, label: str, seconds: float, cpu: float, spark: SparkRun | None) -> None:
+        runs[name].append((records / seconds, seconds, cpu, spark))
+        split = ""
+        if spark is not None:
+            split = (
+                f": JVM {spark.jvm_cpu / records * 1e6:.2f} (JIT "
+                f"{spark.jit_cpu / records * 1e6:.2f}), Python workers "
+                f"{spark.python_cpu / records * 1e6:.2f}; {spark.new_workers} new Python workers"
+            )
         common.log(
             f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
-            f"{cpu / records * 1e6:.2f} CPU µs/record)"
+            f"{cpu / records * 1e6:.2f} CPU µs/record{split})"
         )
 
     rps, raw_rss, cpu = raw_loop(settings, work.topic, work.ends, 1, work.batch)
-    record("single", "raw loop, 1 process", records / rps, cpu)
+    record("single", "raw loop, 1 process", records / rps, cpu, None)
     for attempt in range(1, repeats + 1):
         tag = f" (run {attempt}/{repeats})" if repeats > 1 else ""
         for name, label, paused in (
@@ -331,7 +401,7 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
                 settings, work.topic, work.ends, slots, work.batch, gc_paused=paused
             )
             raw_rss = max(raw_rss, rss)
-            record(name, label + tag, records / rps, cpu)
+            record(name, label + tag, records / rps, cpu, None)
 
         for name, label, columns in (
             ("reader", "reader (value) -> noop", ("value",)),
@@ -340,18 +410,18 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             df = read_splits(
                 spark, work.splits, work.consumer_config, columns, batch_size=work.batch
             )
-            seconds, rows, cpu = timed_noop_write(spark, df)
-            if rows != records:
-                raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
-            record(name, label + tag, seconds, cpu)
+            run = timed_noop_write(spark, df)
+            if run.rows != records:
+                raise RuntimeError(f"{label} returned {run.rows} rows, expected {records}")
+            record(name, label + tag, run.seconds, run.cpu, run)
 
         raw = read_splits(
             spark, work.splits, work.consumer_config, work.fields, batch_size=work.batch
         )
-        seconds, rows, cpu = timed_noop_write(spark, decode_records(work.spec, raw))
-        if rows != records:
-            raise RuntimeError(f"reader + JSON returned {rows} rows, expected {records}")
-        record("json", f"reader + JSON -> noop{tag}", seconds, cpu)
+        run = timed_noop_write(spark, decode_records(work.spec, raw))
+        if run.rows != records:
+            raise RuntimeError(f"reader + JSON returned {run.rows} rows, expected {records}")
+        record("json", f"reader + JSON -> noop{tag}", run.seconds, run.cpu, run)
     return runs, raw_rss
 
 
@@ -362,6 +432,15 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
     cpu_us = {
         name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
     }
+    by_process: dict[str, dict[str, float]] = {}
+    for name, key in (("reader", "reader"), ("fields", "reader_fields"), ("json", "reader_json")):
+        spark = min((r[3] for r in runs[name] if r[3] is not None), key=lambda run: run.cpu)
+        by_process[key] = {
+            "spark_jvm": round(spark.jvm_cpu / records * 1e6, 2),
+            "spark_jvm_jit": round(spark.jit_cpu / records * 1e6, 2),
+            "spark_python_workers": round(spark.python_cpu / records * 1e6, 2),
+            "new_python_workers": spark.new_workers,
+        }
     return {
         "raw_loop_rps": round(best["raw"]),
         "raw_loop_single_rps": round(best["single"]),
@@ -383,6 +462,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             "reader_fields": cpu_us["fields"],
             "reader_json": cpu_us["json"],
         },
+        "cpu_us_per_record_spark": by_process,
         "peak_rss_mb": max(
             rss["driver"],
             rss["spark_jvm"],
@@ -447,6 +527,9 @@ def run() -> dict[str, Any]:
             "processes": slots,
             "splits": len(work.splits),
             "batch_size": work.batch,
+            "warmup_records": sum(
+                min(end, max(1, work.warmup // len(work.ends))) for end in work.ends.values()
+            ),
             "produce_rps": round(produce_rps),
             "load_avg_1m_end": round(os.getloadavg()[0], 2),
         }

@@ -10,15 +10,24 @@ bisection, columns that do not vary per record (topic, partition, contiguous off
 without touching the records at all, and the cyclic garbage collector is paused while a batch of
 message objects is alive. Batches are bounded in records and bytes, so memory does not grow with
 the size of a range.
+
+Spark's Python workers live across tasks, so a worker keeps the consumer of a finished split for
+its next split (as Spark's own Kafka source keeps consumers on its executors): a new consumer
+costs connections, threads and fresh memory (page faults) that would otherwise be paid per task.
+A worker also moves the objects alive when it starts reading (imported modules, mostly) out of
+the collector's reach once, since Spark collects garbage after every task.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import threading
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import KafkaConnectorError, OffsetsError
@@ -56,8 +65,18 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "max.partition.fetch.bytes": 4 * 1024 * 1024,
     # Prefetched data held per consumer: enough to keep the reader busy, bounded memory.
     "queued.max.messages.kbytes": 16 * 1024,
+    # A range usually ends at the log end, where the last fetch waits on the broker for new
+    # data; a consumer kept for the next split cannot fetch its new partition before that
+    # fetch returns (librdkafka's default wait is 500 ms).
+    "fetch.wait.max.ms": 10,
 }
+#: Seconds a finished split's consumer is kept for the process's next split before it is closed.
+IDLE_CONSUMER_TIMEOUT_S = 60.0
+#: At most this many distinct consumer settings have an idle consumer in one process.
+_IDLE_SETTINGS = 4
 _TIMESTAMP_TYPES = ("NoTimestampType", "CreateTime", "LogAppendTime")
+_stamp_type = itemgetter(0)  # Message.timestamp() is (type, millis)
+_stamp_millis = itemgetter(1)
 _POLL_TIMEOUT_S = 0.2
 _FIRST_BATCH = 100  # record sizes are unknown before the first batch
 _SIZE_SAMPLE = 64  # records sampled per batch to estimate the record size
@@ -147,7 +166,6 @@ class _BatchBuilder:
         self._topic = pa.scalar(split.topic, pa.string())
         self._partition = pa.scalar(split.partition, pa.int32())
         self._headers_type = arrow_schema(("headers",)).field(0).type
-        self._stamp_struct = pa.struct([("type", pa.int8()), ("millis", pa.int64())])
         self._type_names = pa.array(_TIMESTAMP_TYPES, pa.string())
         self._timestamp = pa.timestamp("us", tz="UTC")
         self._counting = pa.array([], pa.int64())
@@ -164,6 +182,18 @@ class _BatchBuilder:
         if len(self._counting) < n:
             self._counting = pa.array(range(max(n, 1024)), pa.int64())
         return pc.add(self._counting.slice(0, n), pa.scalar(first, pa.int64()))
+
+    def _timestamps(self, stamps: list[tuple[int, int]]) -> pa.Array:
+        """Timestamps in µs (Spark's unit); null where a record has no timestamp (type 0)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        millis = pa.array(list(map(_stamp_millis, stamps)), pa.int64())
+        micros = pc.multiply(millis, 1000).view(self._timestamp)
+        if min(map(_stamp_type, stamps)) > 0:
+            return micros
+        kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
+        return pc.if_else(pc.greater(kinds, 0), micros, None)
 
     def _headers(self, records: list[Any]) -> pa.Array:
         import pyarrow as pa
@@ -182,7 +212,7 @@ class _BatchBuilder:
 
         n = len(records)
         message = self._message
-        stamps: pa.StructArray | None = None
+        stamps: list[tuple[int, int]] | None = None
         arrays: list[pa.Array] = []
         for field in self.fields:
             if field == "value":
@@ -197,12 +227,11 @@ class _BatchBuilder:
                 arrays.append(pa.repeat(self._partition, n))
             elif field in ("timestamp", "timestamp-type"):
                 if stamps is None:
-                    stamps = pa.array(list(map(message.timestamp, records)), self._stamp_struct)
-                kinds = stamps.field(0)
+                    stamps = list(map(message.timestamp, records))
                 if field == "timestamp":
-                    micros = pc.multiply(stamps.field(1), 1000).cast(self._timestamp)
-                    arrays.append(pc.if_else(pc.greater(kinds, 0), micros, None))
+                    arrays.append(self._timestamps(stamps))
                 else:
+                    kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
                     arrays.append(pc.take(self._type_names, kinds))
             elif field == "headers":
                 arrays.append(self._headers(records))
@@ -219,6 +248,103 @@ def _next_count(records: list[Any], batch_size: int, max_batch_bytes: int) -> in
     return max(1, min(batch_size, int(max_batch_bytes // size)))
 
 
+class _IdleConsumers:
+    """Consumers of finished splits, kept by this process for its next split with the same settings.
+
+    At most one consumer per settings and :data:`_IDLE_SETTINGS` settings are kept; a consumer
+    idle for ``timeout_s`` is closed by a timer thread, so an idle Python worker does not hold
+    broker connections for long.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[tuple[str, str], ...], tuple[Any, float]] = {}
+        self._timer: threading.Timer | None = None
+
+    @staticmethod
+    def key(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """The identity of a consumer configuration."""
+        return tuple(sorted((name, repr(value)) for name, value in settings.items()))
+
+    def take(self, settings: Mapping[str, Any]) -> Any:
+        """The idle consumer with exactly ``settings`` (it has no assignment), or a new one."""
+        from confluent_kafka import Consumer
+
+        with self._lock:
+            idle = self._idle.pop(self.key(settings), None)
+        return idle[0] if idle is not None else Consumer(dict(settings))
+
+    def put(self, settings: Mapping[str, Any], consumer: Any) -> None:
+        """Keep ``consumer`` (unassigned) for the next :meth:`take` with the same settings."""
+        key = self.key(settings)
+        evicted: list[Any] = []
+        with self._lock:
+            if key not in self._idle and len(self._idle) >= _IDLE_SETTINGS:
+                evicted = [old for old, _ in self._idle.values()]
+                self._idle.clear()
+            if key in self._idle:
+                evicted.append(self._idle[key][0])
+            self._idle[key] = (consumer, time.monotonic())
+            if self._timer is None:
+                self._timer = threading.Timer(self.timeout_s, self._expire)
+                self._timer.daemon = True
+                self._timer.start()
+        for old in evicted:
+            old.close()
+
+    def _expire(self) -> None:
+        """Close the consumers idle for ``timeout_s``; check again later while any are left."""
+        now = time.monotonic()
+        with self._lock:
+            expired = [k for k, (_, since) in self._idle.items() if now - since >= self.timeout_s]
+            closing = [self._idle.pop(k)[0] for k in expired]
+            self._timer = None
+            if self._idle:
+                wait = min(since for _, since in self._idle.values()) + self.timeout_s - now
+                self._timer = threading.Timer(max(wait, 0.1), self._expire)
+                self._timer.daemon = True
+                self._timer.start()
+        for consumer in closing:
+            consumer.close()
+
+    def close(self) -> int:
+        """Close every idle consumer now; how many there were."""
+        with self._lock:
+            closing = [consumer for consumer, _ in self._idle.values()]
+            self._idle.clear()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        for consumer in closing:
+            consumer.close()
+        return len(closing)
+
+    def forget(self) -> None:
+        """Drop the idle consumers without closing them: in a forked child, whose copies of
+        librdkafka's handles have no threads behind them and must not be used."""
+        self._lock = threading.Lock()
+        self._idle = {}
+        self._timer = None
+
+
+_IDLE_CONSUMERS = _IdleConsumers(IDLE_CONSUMER_TIMEOUT_S)
+os.register_at_fork(after_in_child=_IDLE_CONSUMERS.forget)
+
+
+def close_idle_consumers() -> int:
+    """Close the consumers this process keeps from finished splits (see ``keep_consumer``).
+
+    Returns:
+        How many consumers were closed.
+
+    Example:
+        >>> close_idle_consumers()
+        0
+    """
+    return _IDLE_CONSUMERS.close()
+
+
 class _SplitReader:
     """The consumer of one split and where it is: each :meth:`step` is one consume call."""
 
@@ -230,6 +356,7 @@ class _SplitReader:
         batch_size: int,
         max_batch_bytes: int,
         idle_timeout_s: float,
+        keep_consumer: bool,
     ) -> None:
         from confluent_kafka import Consumer, Message, TopicPartition
 
@@ -240,9 +367,18 @@ class _SplitReader:
         self.builder = _BatchBuilder(split, fields)
         self._error_of = Message.error
         self._offset_of = cast("Callable[[Any], int]", Message.offset)
-        self.consumer = Consumer(consumer_settings(consumer_config))
+        self.settings = consumer_settings(consumer_config)
+        self.keep_consumer = keep_consumer
+        if keep_consumer:
+            self.consumer = _IDLE_CONSUMERS.take(self.settings)
+        else:
+            self.consumer = Consumer(self.settings)
         self.tp = TopicPartition(split.topic, split.partition, split.start)
-        self.consumer.assign([self.tp])
+        try:
+            self.consumer.assign([self.tp])
+        except BaseException:
+            self.consumer.close()
+            raise
         self.position = split.start  # the next offset the range still needs
         self.wanted = min(batch_size, _FIRST_BATCH)
         self.last_progress = time.monotonic()
@@ -274,9 +410,21 @@ class _SplitReader:
         self.wanted = _next_count(messages, self.batch_size, self.max_batch_bytes)
         return self.builder.build(messages)
 
-    def close(self) -> None:
-        """Close the consumer (it never commits offsets)."""
-        self.consumer.close()
+    def close(self, completed: bool) -> None:
+        """Close the consumer (it never commits offsets), or keep it for the next split.
+
+        Only the consumer of a range read to its end is kept, unassigned first: its fetches stop
+        and what it prefetched is dropped, so the next assignment starts clean.
+        """
+        if not (completed and self.keep_consumer):
+            self.consumer.close()
+            return
+        try:
+            self.consumer.unassign()
+        except BaseException:
+            self.consumer.close()
+            raise
+        _IDLE_CONSUMERS.put(self.settings, self.consumer)
 
 
 @contextmanager
@@ -306,12 +454,16 @@ def read_split(
     batch_size: int = DEFAULT_BATCH_SIZE,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-) -> Iterator[pa.RecordBatch]:
+    keep_consumer: bool = False,
+) -> Generator[pa.RecordBatch, None, None]:
     """Read exactly the offsets ``[split.start, split.stop)`` as Arrow batches of raw fields.
 
     Batches hold at most ``batch_size`` records and, past the first batch, about
     ``max_batch_bytes``: a range of any size is read in bounded memory. The garbage collector
     is paused while a batch is consumed and built (never while the caller holds a batch).
+    With ``keep_consumer`` the consumer comes from, and after a complete read goes back to,
+    the consumers this process keeps idle (:func:`close_idle_consumers` closes them); otherwise
+    it is created for the split and closed after it.
 
     Args:
         split: the topic-partition range to read.
@@ -320,6 +472,8 @@ def read_split(
         batch_size: most records per batch (1 to 1,000,000).
         idle_timeout_s: fail when no record arrives for this long before the stop offset.
         max_batch_bytes: target bytes per batch.
+        keep_consumer: reuse this process's idle consumer with the same settings, and keep
+            this one for the next split.
 
     Raises:
         OffsetsError: consuming failed (for example the range was deleted by retention after
@@ -335,16 +489,18 @@ def read_split(
     if split.stop <= split.start:
         return
     reader = _SplitReader(
-        split, consumer_config, fields, batch_size, max_batch_bytes, idle_timeout_s
+        split, consumer_config, fields, batch_size, max_batch_bytes, idle_timeout_s, keep_consumer
     )
+    completed = False
     try:
         while not reader.done:
             with _collector_paused():
                 batch = reader.step()
             if batch is not None:
                 yield batch
+        completed = True
     finally:
-        reader.close()
+        reader.close(completed)
 
 
 def _records_only(messages: list[Any], split: KafkaSplit, position: int) -> tuple[list[Any], bool]:
@@ -403,26 +559,23 @@ def _check_idle(
     return False
 
 
-_EXP_DONE = False
+_heap_settled = False
 
 
-def _exp_prepare() -> None:
-    import os
+def _settle_worker_heap() -> None:
+    """Once per Spark Python worker: collect, then freeze the objects alive now.
 
-    global _EXP_DONE
-    if _EXP_DONE:
+    Spark's worker runs a full garbage collection after every task; importing this package
+    (and Dagster with it) leaves a heap large enough that each of those collections costs tens
+    of milliseconds. The objects alive when a worker first reads are modules, classes and
+    functions that live as long as the worker, so the collector need not scan them again.
+    """
+    global _heap_settled
+    if _heap_settled:
         return
-    _EXP_DONE = True
-    exp = os.environ.get("DKF_EXP", "")
-    if "freeze" in exp:
-        gc.collect()
-        gc.freeze()
-    if "mallopt" in exp:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 * 1024 * 1024)
-        libc.mallopt(-1, 128 * 1024 * 1024)
+    _heap_settled = True
+    gc.collect()
+    gc.freeze()
 
 
 def read_splits(
@@ -435,7 +588,9 @@ def read_splits(
 ) -> DataFrame:
     """A DataFrame of the raw records of ``splits``: one Spark task per split.
 
-    Columns are the record ``fields`` (``timestamp-type`` becomes ``timestamp_type``).
+    Columns are the record ``fields`` (``timestamp-type`` becomes ``timestamp_type``). The Spark
+    Python workers keep each finished split's consumer for their next split with the same
+    settings (closed after :data:`IDLE_CONSUMER_TIMEOUT_S` unused).
 
     Example:
         >>> df = read_splits(spark, plan.splits, client_config(spec.properties))  # doctest: +SKIP
@@ -448,10 +603,12 @@ def read_splits(
         return spark.createDataFrame([], schema)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        _exp_prepare()
+        _settle_worker_heap()
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                yield from read_split(split_list[index], config, fields, batch_size=batch_size)
+                yield from read_split(
+                    split_list[index], config, fields, batch_size=batch_size, keep_consumer=True
+                )
 
     n = len(split_list)
     return spark.range(0, n, 1, n).mapInArrow(read_partition, schema)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
+from collections.abc import Iterator
 
+import confluent_kafka
 import pyarrow as pa
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from dagster_kafka_flinklike.errors import OffsetsError
@@ -16,6 +19,8 @@ from dagster_kafka_flinklike.source import KafkaSplit, split_ranges
 from dagster_kafka_flinklike.source.reader import (
     CONSUMER_DEFAULTS,
     RECORD_FIELDS,
+    _BatchBuilder,
+    close_idle_consumers,
     consumer_settings,
     read_split,
     read_splits,
@@ -40,6 +45,23 @@ def _values(values: list[bytes]) -> list[tuple[bytes | None, bytes | None, int]]
 
 def _rows(batches: list[pa.RecordBatch]) -> list[dict]:
     return [row for batch in batches for row in batch.to_pylist()]
+
+
+@pytest.fixture
+def created_consumers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    """Every consumer the reader creates during the test; idle ones are closed afterwards."""
+    created: list[object] = []
+    real = confluent_kafka.Consumer
+
+    def counting(config: dict) -> object:
+        consumer = real(config)
+        created.append(consumer)
+        return consumer
+
+    close_idle_consumers()
+    monkeypatch.setattr(confluent_kafka, "Consumer", counting)
+    yield created
+    close_idle_consumers()
 
 
 def _transactions(bootstrap: str, topic: str, plan: list[tuple[str, int]]) -> None:
@@ -239,3 +261,124 @@ def test_table_properties_win_over_reader_defaults() -> None:
     assert consumer_settings({})["max.partition.fetch.bytes"] == 4 * 1024 * 1024
     with pytest.raises(ValueError, match="batch_size"):
         list(read_split(KafkaSplit("t", 0, 0, 1), {}, ("value",), batch_size=0))
+
+
+def test_kept_consumer_reads_every_next_range_exactly(
+    kafka_bootstrap, new_topic, created_consumers
+) -> None:
+    topic = new_topic(partitions=2)
+    records: list[tuple[bytes | None, bytes | None, int]] = [
+        (None, f"a{i}".encode(), 0) for i in range(300)
+    ]
+    records += [(None, f"b{i}".encode(), 1) for i in range(50)]
+    produce(kafka_bootstrap, topic, records)
+    config = _config(kafka_bootstrap)
+    # The first range ends at the log end (its last fetch waits there, and an end-of-partition
+    # event follows it); the next ranges start below it and on another partition.
+    for split, prefix in [
+        (KafkaSplit(topic, 0, 200, 300), "a"),
+        (KafkaSplit(topic, 0, 0, 100), "a"),
+        (KafkaSplit(topic, 1, 10, 50), "b"),
+        (KafkaSplit(topic, 0, 150, 160), "a"),
+    ]:
+        batches = read_split(split, config, ("partition", "offset", "value"), keep_consumer=True)
+        rows = _rows(list(batches))
+        assert [r["offset"] for r in rows] == list(range(split.start, split.stop))
+        assert [r["value"] for r in rows] == [
+            f"{prefix}{o}".encode() for o in range(split.start, split.stop)
+        ]
+        assert {r["partition"] for r in rows} == {split.partition}
+    assert len(created_consumers) == 1
+    assert close_idle_consumers() == 1
+
+
+def test_kept_consumer_starts_the_next_range_without_waiting(
+    kafka_bootstrap, new_topic, created_consumers
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(kafka_bootstrap, topic, _values([f"v{i}".encode() for i in range(100)]))
+
+    def first_batch_seconds(properties: dict[str, str]) -> float:
+        """Fastest of three: a range read to the log end, then the start of another range."""
+        config = {**_config(kafka_bootstrap), **properties}
+        fastest = float("inf")
+        for _ in range(3):
+            list(read_split(KafkaSplit(topic, 0, 50, 100), config, ("offset",), keep_consumer=True))
+            began = time.monotonic()
+            batches = read_split(
+                KafkaSplit(topic, 0, 0, 50), config, ("offset",), keep_consumer=True
+            )
+            next(batches)
+            fastest = min(fastest, time.monotonic() - began)
+            list(batches)
+        return fastest
+
+    # The last fetch of a range at the log end waits on the broker for fetch.wait.max.ms; the
+    # reader's short wait lets the kept consumer fetch the next range at once.
+    assert first_batch_seconds({}) < 0.25
+    assert first_batch_seconds({"fetch.wait.max.ms": "500"}) > 0.3
+    assert len(created_consumers) == 2  # one per settings, each kept across its six ranges
+
+
+def test_consumer_of_a_failed_or_abandoned_range_is_not_kept(
+    kafka_bootstrap, new_topic, admin, created_consumers
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(kafka_bootstrap, topic, _values([f"v{i}".encode() for i in range(30)]))
+    config = _config(kafka_bootstrap)
+    batches = read_split(KafkaSplit(topic, 0, 0, 30), config, ("offset",), batch_size=5)
+    next(batches)
+    batches.close()  # the caller stopped early: the consumer is closed, not kept
+    assert close_idle_consumers() == 0
+
+    futures = admin.delete_records([CTopicPartition(topic, 0, 10)])
+    for future in futures.values():
+        future.result(timeout=30)
+    with pytest.raises(OffsetsError, match="failed at offset 0"):
+        list(read_split(KafkaSplit(topic, 0, 0, 30), config, ("offset",), keep_consumer=True))
+    assert close_idle_consumers() == 0
+    rows = _rows(
+        list(read_split(KafkaSplit(topic, 0, 10, 30), config, ("offset",), keep_consumer=True))
+    )
+    assert [r["offset"] for r in rows] == list(range(10, 30))
+    assert len(created_consumers) == 3  # a new consumer after the failed one
+    assert close_idle_consumers() == 1
+
+
+def test_timestamps_are_null_for_records_without_one() -> None:
+    # librdkafka reports (0, -1) for a record without a timestamp (pre-0.10 message format);
+    # brokers of the supported versions always set one, so the records are built here.
+    split = KafkaSplit("t", 0, 0, 10)
+    stamps = [(1, 1_790_000_000_123), (0, -1), (2, 1_790_000_000_456)]
+    records = [
+        Message(topic="t", partition=0, offset=i, value=b"v", timestamp=stamp)
+        for i, stamp in enumerate(stamps)
+    ]
+    batch = _BatchBuilder(split, ("timestamp", "timestamp-type")).build(records)
+    rows = batch.to_pylist()
+    assert [r["timestamp_type"] for r in rows] == ["CreateTime", "NoTimestampType", "LogAppendTime"]
+    assert [
+        None if r["timestamp"] is None else int(r["timestamp"].timestamp() * 1000) for r in rows
+    ] == [
+        1_790_000_000_123,
+        None,
+        1_790_000_000_456,
+    ]
+    assert batch.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    only_stamped = _BatchBuilder(split, ("timestamp",)).build([records[0], records[2]])
+    assert only_stamped.column(0).null_count == 0
+
+
+def test_forked_child_does_not_reuse_the_parents_consumer(
+    kafka_bootstrap, new_topic, created_consumers
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(kafka_bootstrap, topic, _values([b"x", b"y"]))
+    split = KafkaSplit(topic, 0, 0, 2)
+    list(read_split(split, _config(kafka_bootstrap), ("offset",), keep_consumer=True))
+    pid = os.fork()
+    if pid == 0:  # the child's copy of the kept consumer has no librdkafka threads behind it
+        os._exit(0 if close_idle_consumers() == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert close_idle_consumers() == 1
