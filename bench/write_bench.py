@@ -267,13 +267,19 @@ def committed_records(bootstrap: str, topic: str, partitions: int) -> int:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    stable = {
-        tp.partition: info.result().offset
-        for tp, info in admin.list_offsets(
-            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
-        ).items()
-    }
-    ends = common.end_offsets(bootstrap, topic, partitions)
+    # The coordinator writes the commit markers after the commit returns: wait for them.
+    deadline = time.monotonic() + 60
+    while True:
+        stable = {
+            tp.partition: info.result().offset
+            for tp, info in admin.list_offsets(
+                wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
+            ).items()
+        }
+        ends = common.end_offsets(bootstrap, topic, partitions)
+        if stable == ends or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     if stable != ends:
         raise RuntimeError(
             f"{topic}: last stable offsets {stable} are below the high watermarks {ends}: "

@@ -131,13 +131,34 @@ def produce(
 
 
 def consume_all(
-    bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed"
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    isolation: str = "read_committed",
+    settle_s: float = 10.0,
 ) -> list:
     """Every record of ``topic`` (partitions ``0..partitions-1``) up to its end, as messages.
 
     Reads with ``isolation`` (read_committed by default: aborted and open transactions unseen).
+    A transaction's markers are written just after its commit returns, so read_committed first
+    waits (up to ``settle_s``) for every last stable offset to reach the high watermark.
     """
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    if isolation == "read_committed":
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+
+        def ends(level: IsolationLevel) -> dict[int, int]:
+            wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+            found = admin.list_offsets(wanted, isolation_level=level, request_timeout=30)
+            return {tp.partition: f.result().offset for tp, f in found.items()}
+
+        deadline = time.monotonic() + settle_s
+        while ends(IsolationLevel.READ_COMMITTED) != ends(IsolationLevel.READ_UNCOMMITTED):
+            if time.monotonic() > deadline:
+                break  # an open transaction: read what is committed
+            time.sleep(0.1)
 
     consumer = Consumer(
         {

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._idle_clients import IdleClients
 from ..errors import DeliveryError, KafkaConnectorError, KafkaOptionsError
 from ..options import DeliveryGuarantee, client_config
 from .partitioners import LIBRDKAFKA_DEFAULT, SinkPartitioner, TaskPartitioner
@@ -346,21 +347,14 @@ def _retry(
             continue
 
 
-#: Producers of finished tasks, kept by the Python worker for its next task with the same
-#: settings (Spark reuses Python workers), so a task does not pay for a new producer's
-#: connections and idempotent producer id. Only a producer whose task ended cleanly is kept.
-_IDLE_PRODUCERS: dict[tuple[tuple[str, str], ...], list[Any]] = {}
-#: At most this many distinct producer settings are kept idle per worker.
-_IDLE_SETTINGS = 4
-
-
-def _borrow_producer(config: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], Any]:
-    """An idle producer with exactly ``config`` from this worker's earlier tasks, or a new one."""
+def _new_producer(settings: dict[str, Any]) -> Any:
     from confluent_kafka import Producer
 
-    key = tuple(sorted((name, repr(value)) for name, value in config.items()))
-    idle = _IDLE_PRODUCERS.get(key)
-    return key, idle.pop() if idle else Producer(dict(config))
+    return Producer(settings)
+
+
+#: Producers of tasks that delivered everything, kept by a Python worker for its next task.
+_IDLE_PRODUCERS = IdleClients(_new_producer, lambda producer: producer.flush(0), 60.0)
 
 
 def _write_task(
@@ -386,7 +380,7 @@ def _write_task(
         return
     context = TaskContext.get()
     task_index = context.partitionId() if context is not None else 0
-    slot, producer = _borrow_producer(config)
+    producer = _IDLE_PRODUCERS.take(config)
     report = DeliveryReport()
     started = time.perf_counter()
     counts = produce_batches(
@@ -404,9 +398,7 @@ def _write_task(
         error = f"{remaining} record(s) not delivered within {_FLUSH_TIMEOUT_S:.0f} s"
     send_ms = (time.perf_counter() - started) * 1000
     if not failed:
-        if slot not in _IDLE_PRODUCERS and len(_IDLE_PRODUCERS) >= _IDLE_SETTINGS:
-            _IDLE_PRODUCERS.clear()  # settings seen long ago: let their producers go
-        _IDLE_PRODUCERS.setdefault(slot, []).append(producer)
+        _IDLE_PRODUCERS.put(config, producer)
     if fail_fast and failed:
         raise DeliveryError(
             f"{failed} record(s) to topic {topic!r} were not delivered: {error}. "

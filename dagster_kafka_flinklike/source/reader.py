@@ -21,8 +21,6 @@ the collector's reach once, since Spark collects garbage after every task.
 from __future__ import annotations
 
 import gc
-import os
-import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -30,6 +28,7 @@ from contextlib import contextmanager
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
+from .._idle_clients import IdleClients
 from ..errors import KafkaConnectorError, OffsetsError
 from .enumerator import KafkaSplit
 
@@ -72,8 +71,6 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
 }
 #: Seconds a finished split's consumer is kept for the process's next split before it is closed.
 IDLE_CONSUMER_TIMEOUT_S = 60.0
-#: At most this many distinct consumer settings have an idle consumer in one process.
-_IDLE_SETTINGS = 4
 _TIMESTAMP_TYPES = ("NoTimestampType", "CreateTime", "LogAppendTime")
 _stamp_type = itemgetter(0)  # Message.timestamp() is (type, millis)
 _stamp_millis = itemgetter(1)
@@ -248,88 +245,15 @@ def _next_count(records: list[Any], batch_size: int, max_batch_bytes: int) -> in
     return max(1, min(batch_size, int(max_batch_bytes // size)))
 
 
-class _IdleConsumers:
-    """Consumers of finished splits, kept by this process for its next split with the same settings.
+def _new_consumer(settings: dict[str, Any]) -> Any:
+    from confluent_kafka import Consumer
 
-    At most one consumer per settings and :data:`_IDLE_SETTINGS` settings are kept; a consumer
-    idle for ``timeout_s`` is closed by a timer thread, so an idle Python worker does not hold
-    broker connections for long.
-    """
-
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[tuple[str, str], ...], tuple[Any, float]] = {}
-        self._timer: threading.Timer | None = None
-
-    @staticmethod
-    def key(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-        """The identity of a consumer configuration."""
-        return tuple(sorted((name, repr(value)) for name, value in settings.items()))
-
-    def take(self, settings: Mapping[str, Any]) -> Any:
-        """The idle consumer with exactly ``settings`` (it has no assignment), or a new one."""
-        from confluent_kafka import Consumer
-
-        with self._lock:
-            idle = self._idle.pop(self.key(settings), None)
-        return idle[0] if idle is not None else Consumer(dict(settings))
-
-    def put(self, settings: Mapping[str, Any], consumer: Any) -> None:
-        """Keep ``consumer`` (unassigned) for the next :meth:`take` with the same settings."""
-        key = self.key(settings)
-        evicted: list[Any] = []
-        with self._lock:
-            if key not in self._idle and len(self._idle) >= _IDLE_SETTINGS:
-                evicted = [old for old, _ in self._idle.values()]
-                self._idle.clear()
-            if key in self._idle:
-                evicted.append(self._idle[key][0])
-            self._idle[key] = (consumer, time.monotonic())
-            if self._timer is None:
-                self._timer = threading.Timer(self.timeout_s, self._expire)
-                self._timer.daemon = True
-                self._timer.start()
-        for old in evicted:
-            old.close()
-
-    def _expire(self) -> None:
-        """Close the consumers idle for ``timeout_s``; check again later while any are left."""
-        now = time.monotonic()
-        with self._lock:
-            expired = [k for k, (_, since) in self._idle.items() if now - since >= self.timeout_s]
-            closing = [self._idle.pop(k)[0] for k in expired]
-            self._timer = None
-            if self._idle:
-                wait = min(since for _, since in self._idle.values()) + self.timeout_s - now
-                self._timer = threading.Timer(max(wait, 0.1), self._expire)
-                self._timer.daemon = True
-                self._timer.start()
-        for consumer in closing:
-            consumer.close()
-
-    def close(self) -> int:
-        """Close every idle consumer now; how many there were."""
-        with self._lock:
-            closing = [consumer for consumer, _ in self._idle.values()]
-            self._idle.clear()
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        for consumer in closing:
-            consumer.close()
-        return len(closing)
-
-    def forget(self) -> None:
-        """Drop the idle consumers without closing them: in a forked child, whose copies of
-        librdkafka's handles have no threads behind them and must not be used."""
-        self._lock = threading.Lock()
-        self._idle = {}
-        self._timer = None
+    return Consumer(settings)
 
 
-_IDLE_CONSUMERS = _IdleConsumers(IDLE_CONSUMER_TIMEOUT_S)
-os.register_at_fork(after_in_child=_IDLE_CONSUMERS.forget)
+_IDLE_CONSUMERS = IdleClients(
+    _new_consumer, lambda consumer: consumer.close(), IDLE_CONSUMER_TIMEOUT_S
+)
 
 
 def close_idle_consumers() -> int:
