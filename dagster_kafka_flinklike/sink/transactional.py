@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeliveryError, KafkaOptionsError, TransactionError
 from ..options import DeliveryGuarantee, client_config
 from ..source.offsets import TopicPartition
-from .writer import WriteResult, producer_config
+from .writer import WriteResult, kafka_exception, producer_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -133,18 +133,6 @@ def _transient(error: Any) -> bool:
         KafkaError.UNSTABLE_OFFSET_COMMIT,
     )
     return bool(error.retriable()) or error.code() in waiting
-
-
-def _kafka_exception(exc: BaseException | None) -> BaseException | None:
-    """The confluent-kafka ``KafkaException`` in ``exc``'s chain of causes, if any."""
-    from confluent_kafka import KafkaException
-
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, KafkaException):
-            return exc
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
 
 
 def _kafka_error(exc: BaseException) -> Any:
@@ -321,7 +309,7 @@ class TransactionalSink:
             self._abort()
             # A fatal producer error can surface as a SystemError from the next delivery
             # callback that confluent-kafka runs with the error still set.
-            cause = _kafka_exception(exc)
+            cause = kafka_exception(exc)
             if cause is None:
                 raise
             raise TransactionError(self._failure_message(cause, started)) from exc

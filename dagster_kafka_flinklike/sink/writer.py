@@ -347,6 +347,18 @@ def _retry(
             continue
 
 
+def kafka_exception(exc: BaseException | None) -> BaseException | None:
+    """The confluent-kafka ``KafkaException`` in ``exc``'s chain of causes, if any."""
+    from confluent_kafka import KafkaException
+
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, KafkaException):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _new_producer(settings: dict[str, Any]) -> Any:
     from confluent_kafka import Producer
 
@@ -383,15 +395,24 @@ def _write_task(
     producer = _IDLE_PRODUCERS.take(config)
     report = DeliveryReport()
     started = time.perf_counter()
-    counts = produce_batches(
-        producer,
-        itertools.chain([first], batches),
-        topic,
-        partitioner.open(task_index, num_tasks),
-        report,
-        stop=report.has_failed if fail_fast else None,
-    )
-    remaining = producer.flush(_FLUSH_TIMEOUT_S)
+    try:
+        counts = produce_batches(
+            producer,
+            itertools.chain([first], batches),
+            topic,
+            partitioner.open(task_index, num_tasks),
+            report,
+            stop=report.has_failed if fail_fast else None,
+        )
+        remaining = producer.flush(_FLUSH_TIMEOUT_S)
+    except SystemError as exc:  # a fatal producer error, raised from the next delivery callback
+        cause = kafka_exception(exc)
+        if cause is None:
+            raise
+        raise DeliveryError(
+            f"The producer to topic {topic!r} failed: {cause}. The run fails and the "
+            f"checkpoint does not advance."
+        ) from exc
     failed = report.failed + remaining
     error = report.first_error
     if remaining and error is None:
