@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,19 @@ def exit_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def run_and_print(
+    run: Callable[[], dict[str, Any]], headline: Callable[[dict[str, Any]], str]
+) -> None:
+    """A benchmark's ``main``: run it (SIGTERM still cleans up), log ``headline(summary)`` and
+    print the summary, with its total seconds, as the last line (JSON)."""
+    exit_on_sigterm()
+    began = time.monotonic()
+    summary = run()
+    summary["total_s"] = round(time.monotonic() - began, 1)
+    log(headline(summary))
+    print(json.dumps(summary), flush=True)
 
 
 @contextmanager

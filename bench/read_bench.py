@@ -22,7 +22,6 @@ before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION`` 
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import time
@@ -537,20 +536,15 @@ def run() -> dict[str, Any]:
     return summary
 
 
-def main() -> None:
-    """Run the benchmark and print the summary as the last line (JSON)."""
-    common.exit_on_sigterm()
-    began = time.monotonic()
-    summary = run()
-    summary["total_s"] = round(time.monotonic() - began, 1)
-    common.log(
+def headline(summary: dict[str, Any]) -> str:
+    """The summary's readable line."""
+    return (
         f"summary: reader {summary['ratio_raw']:.2f}x the raw loop "
         f"({summary['ratio_fields']:.2f}x with the JSON path's fields), reader + JSON "
         f"{summary['ratio_json']:.2f}x; JSON decoding takes {summary['decode_share']:.0%} of "
         f"the reader's throughput; peak RSS {summary['peak_rss_mb']:.0f} MiB"
     )
-    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    common.run_and_print(run, headline)

@@ -25,7 +25,6 @@ tasks; default one per 125,000 records, at least the task slots), ``BENCH_DRIVER
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import time
@@ -532,19 +531,14 @@ def measure(
     }
 
 
-def main() -> None:
-    """Run the benchmark and print the summary as the last line (JSON)."""
-    common.exit_on_sigterm()
-    began = time.monotonic()
-    summary = run()
-    summary["total_s"] = round(time.monotonic() - began, 1)
-    common.log(
+def headline(summary: dict[str, Any]) -> str:
+    """The summary's readable line."""
+    return (
         f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8), "
         f"exactly-once {summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7); peak RSS "
         f"{summary['peak_rss_mb']:.0f} MiB"
     )
-    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    common.run_and_print(run, headline)

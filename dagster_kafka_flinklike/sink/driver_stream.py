@@ -128,7 +128,6 @@ class BatchServer:
         self._lock = threading.Lock()
         self._partition_locks: dict[int, threading.Lock] = {}
         self._complete: dict[int, int] = {}
-        self._handlers: list[threading.Thread] = []
         self._connections: set[socket.socket] = set()
         self._acceptor = threading.Thread(target=self._accept, name="dkf-batch-server", daemon=True)
         self._acceptor.start()
@@ -142,11 +141,9 @@ class BatchServer:
                 continue
             except OSError:
                 return
-            handler = threading.Thread(target=self._handle, args=(conn,), daemon=True)
             with self._lock:
                 self._connections.add(conn)
-                self._handlers.append(handler)
-            handler.start()
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _put(self, item: Any) -> None:
         while not self._closed.is_set():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -166,9 +167,21 @@ def test_a_task_failure_fails_the_iteration(spark: Any) -> None:
 
 
 def test_closing_early_cancels_the_job(spark: Any) -> None:
-    frame = spark.range(0, 2_000_000, numPartitions=4)
+    def slow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import time
+
+        for batch in batches:
+            time.sleep(0.2)  # 400 batches: about 40 s if nothing cancels it
+            yield batch
+
+    frame = spark.range(0, 4_000_000, numPartitions=4).mapInArrow(slow, "id long")
+    tracker = spark.sparkContext.statusTracker()
     stream = driver_batches(frame)
     next(stream)
-    stream.close()  # returns: the job is cancelled and the server closed
-    # The session stays usable.
-    assert spark.range(10).count() == 10
+    assert tracker.getActiveJobsIds()  # the transfer's job is running
+    stream.close()  # cancels the job group and closes the server
+    deadline = time.monotonic() + 15
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the status tracker hears of the cancellation asynchronously
+    assert tracker.getActiveJobsIds() == []
+    assert spark.range(10).count() == 10  # the session stays usable

@@ -45,6 +45,21 @@ def table(topic: str, **extra: str) -> KafkaTableSpec:
     )
 
 
+def keyed_table(topic: str, **extra: str) -> KafkaTableSpec:
+    """A table over ``topic`` with ``name`` as the raw key and JSON values."""
+    return KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "key.format": "raw",
+            "key.fields": "name",
+            "value.format": "json",
+            **extra,
+        },
+        columns=COLUMNS,
+    )
+
+
 def record(i: int) -> bytes:
     return json.dumps({"id": i, "name": f"n{i}"}).encode()
 
@@ -120,17 +135,7 @@ def test_output_is_written_to_the_sink_table_and_read_back(
     kafka_bootstrap, new_topic, resources, spark
 ) -> None:
     topic = new_topic(partitions=3)
-    sink = KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": topic,
-            "key.format": "raw",
-            "key.fields": "name",
-            "value.format": "json",
-            "scan.startup.mode": "earliest-offset",
-        },
-        columns=COLUMNS,
-    )
+    sink = keyed_table(topic, **{"scan.startup.mode": "earliest-offset"})
     seen: dict[str, Any] = {}
 
     @asset(io_manager_key="kafka_io", metadata=kafka_table_metadata(sink))
@@ -328,17 +333,12 @@ def test_an_exactly_once_output_commits_in_one_transaction_per_materialization(
     kafka_bootstrap, new_topic, resources, spark
 ) -> None:
     topic = new_topic(partitions=3)
-    sink = KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": topic,
-            "key.format": "raw",
-            "key.fields": "name",
-            "value.format": "json",
+    sink = keyed_table(
+        topic,
+        **{
             "sink.delivery-guarantee": "exactly-once",
             "sink.transactional-id-prefix": f"io-{topic}",
         },
-        columns=COLUMNS,
     )
 
     @asset(io_manager_key="kafka_io", metadata=kafka_table_metadata(sink))
