@@ -344,6 +344,33 @@ def cpu_by_pid(kinds: tuple[str, ...]) -> dict[int, float]:
     return result
 
 
+#: The process kinds :class:`CpuMeter` follows besides this (the driver's) process.
+METERED_KINDS = ("spark-jvm", "spark-python", "kafka-broker")
+
+
+@dataclass
+class CpuMeter:
+    """CPU seconds used since it was made, per process kind: this process (``driver``), the
+    Spark JVM, the Spark Python workers and the embedded broker.
+
+    A process started meanwhile counts from zero; one that exited meanwhile is lost, so
+    Python workers that Spark stops during a run are undercounted.
+    """
+
+    driver: float = field(default_factory=time.process_time)
+    before: dict[int, float] = field(default_factory=lambda: cpu_by_pid(METERED_KINDS))
+
+    def used(self) -> dict[str, float]:
+        """Seconds per kind (``driver``, ``spark-jvm``, ``spark-python``, ``kafka-broker``)."""
+        result = {"driver": time.process_time() - self.driver}
+        result.update({kind: 0.0 for kind in METERED_KINDS})
+        for pid, seconds in cpu_by_pid(METERED_KINDS).items():
+            kind = process_kind(pid)
+            if kind in result:
+                result[kind] += seconds - self.before.get(pid, 0.0)
+        return result
+
+
 @dataclass
 class RssSampler:
     """Samples ``VmHWM`` of every descendant of this process in a background thread.
@@ -363,7 +390,9 @@ class RssSampler:
             hwm = proc_status_mb(pid)
             if hwm is None:
                 continue
-            kind = self.peaks[pid][0] if pid in self.peaks else process_kind(pid)
+            kind = self.peaks[pid][0] if pid in self.peaks else "other"
+            if kind == "other":  # a JVM is first seen as spark-submit: look again
+                kind = process_kind(pid)
             old = self.peaks.get(pid, (kind, 0.0))[1]
             self.peaks[pid] = (kind, max(old, hwm))
 

@@ -203,45 +203,39 @@ def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame
     )
 
 
-def spark_cpu() -> dict[int, float]:
-    """CPU seconds used so far by the Spark JVM and the Spark Python workers, per process."""
-    return common.cpu_by_pid(("spark-jvm", "spark-python"))
-
-
-def cpu_since(driver_before: float, spark_before: Mapping[int, float]) -> float:
-    """CPU seconds the driver, the Spark JVM and the Python workers used since the marks."""
-    spark_after = spark_cpu()
-    spark_used = sum(used - spark_before.get(pid, 0.0) for pid, used in spark_after.items())
-    return time.process_time() - driver_before + spark_used
-
-
-def timed_alo(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, float, Any]:
-    """Seconds and CPU seconds of one at-least-once :func:`write` of ``df``, and its result."""
+def timed_alo(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, dict[str, float], Any]:
+    """Seconds and CPU seconds by process kind of one at-least-once :func:`write`, its result."""
     from dagster_kafka_flinklike.options import DeliveryGuarantee
     from dagster_kafka_flinklike.sink.writer import write
 
-    spark_before, driver_before = spark_cpu(), time.process_time()
+    meter = common.CpuMeter()
     began = time.monotonic()
     result = write(df, topic, {"bootstrap.servers": bootstrap}, DeliveryGuarantee.AT_LEAST_ONCE)
     seconds = time.monotonic() - began
-    return seconds, cpu_since(driver_before, spark_before), result
+    return seconds, meter.used(), result
 
 
-def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, float, Any]:
-    """Seconds and CPU seconds of one exactly-once write (begin, write, commit), its result."""
+def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, dict[str, float], Any]:
+    """Seconds and CPU seconds by process kind of one exactly-once write (begin, write,
+    commit), and its result."""
     from dagster_kafka_flinklike.sink.transactional import TransactionalSink
 
     sink = TransactionalSink(topic, {"bootstrap.servers": bootstrap}, TRANSACTIONAL_ID)
     try:
-        spark_before, driver_before = spark_cpu(), time.process_time()
+        meter = common.CpuMeter()
         began = time.monotonic()
         sink.begin()
         result = sink.write(df, offsets={})
         seconds = time.monotonic() - began
-        cpu = cpu_since(driver_before, spark_before)
+        cpu = meter.used()
     finally:
         sink.close()
     return seconds, cpu, result
+
+
+def sink_cpu(cpu: Mapping[str, float]) -> float:
+    """CPU seconds of a measurement without the broker's: what ``cpu_us_per_record`` counts."""
+    return sum(used for kind, used in cpu.items() if kind != "kafka-broker")
 
 
 def jvm_heap_used_mb(spark: SparkSession) -> float:
@@ -435,28 +429,36 @@ def measure(
         (timed_alo if kind == "alo" else timed_eos)(warm, topic, bootstrap)
         verify(bootstrap, topic, partitions, warm_records, committed=kind == "eos")
 
-    # Per measurement: (records/s, seconds, CPU seconds) of every repeat.
-    runs: dict[str, list[tuple[float, float, float]]] = {"raw": [], "alo": [], "eos": []}
+    # Per measurement: (records/s, seconds, CPU seconds by process kind) of every repeat.
+    runs: dict[str, list[tuple[float, float, dict[str, float]]]] = {
+        "raw": [],
+        "alo": [],
+        "eos": [],
+    }
     raw_rss = 0.0
     eos_stats: dict[str, Any] = {}
     heap_before = jvm_heap_used_mb(spark)
     heap_after: list[float] = []
 
-    def record(name: str, label: str, seconds: float, cpu: float) -> None:
+    def record(name: str, label: str, seconds: float, cpu: dict[str, float]) -> None:
         runs[name].append((records / seconds, seconds, cpu))
+        parts = ", ".join(f"{kind} {used / records * 1e6:.2f}" for kind, used in cpu.items())
         common.log(
             f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
-            f"{cpu / records * 1e6:.2f} CPU µs/record)"
+            f"{sink_cpu(cpu) / records * 1e6:.2f} CPU µs/record; by process: {parts})"
         )
 
     for attempt in range(1, repeats + 1):
         tag = f" (run {attempt}/{repeats})" if repeats > 1 else ""
 
         topic = new_topic("raw")
-        seconds, cpu, loop_rss = raw_loop(settings, topic, records)
+        meter = common.CpuMeter()
+        seconds, loop_cpu, loop_rss = raw_loop(settings, topic, records)
+        broker_cpu = meter.used()["kafka-broker"]
         raw_rss = max(raw_rss, loop_rss)
         verify(bootstrap, topic, partitions, records, committed=False)
-        record("raw", f"raw loop, 1 process{tag}", seconds, cpu)
+        raw_cpu = {"raw-loop": loop_cpu, "kafka-broker": broker_cpu}
+        record("raw", f"raw loop, 1 process{tag}", seconds, raw_cpu)
 
         warm_up("alo")
         topic = new_topic("alo")
@@ -502,7 +504,16 @@ def measure(
     common.log("peak RSS (MiB): " + ", ".join(f"{kind} {mb:,.0f}" for kind, mb in rss.items()))
     best = {name: max(r[0] for r in results) for name, results in runs.items()}
     cpu_us = {
-        name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
+        name: round(min(sink_cpu(r[2]) for r in results) / records * 1e6, 2)
+        for name, results in runs.items()
+    }
+    # Of the fastest repeat of each: where its CPU went, the broker's included.
+    by_process = {
+        name: {
+            kind: round(used / records * 1e6, 2)
+            for kind, used in max(results, key=lambda r: r[0])[2].items()
+        }
+        for name, results in runs.items()
     }
     return {
         "raw_rps": round(best["raw"]),
@@ -514,6 +525,7 @@ def measure(
         "target_alo_raw_met": best["alo"] >= 0.8 * best["raw"],
         "target_eos_alo_met": best["eos"] >= 0.7 * best["alo"],
         "cpu_us_per_record": {"raw": cpu_us["raw"], "alo": cpu_us["alo"], "eos": cpu_us["eos"]},
+        "cpu_us_per_record_by_process": by_process,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
         "peak_rss_mb": max(rss["driver"], rss["spark_jvm"], rss["spark_python_workers"]),
         "rss_mb": rss,

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeliveryError, KafkaOptionsError, TransactionError
 from ..options import DeliveryGuarantee, client_config
 from ..source.offsets import TopicPartition
-from .writer import WriteResult, kafka_exception, producer_config
+from .writer import (
+    DeliveryReport,
+    WriteResult,
+    kafka_exception,
+    producer_config,
+    reporting_producer,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -165,6 +171,7 @@ class TransactionalSink:
         self.log = log
         self.timeout_ms = 0
         self._producer: Any = None
+        self._report = DeliveryReport()
         self._consumers: dict[str, Any] = {}
         self._stats: dict[str, Any] = {}
 
@@ -176,7 +183,7 @@ class TransactionalSink:
             KafkaOptionsError: the transaction timeout exceeds the broker's maximum.
             TransactionError: the transactional producer could not be initialised.
         """
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaException
 
         self.timeout_ms = transaction_timeout_ms(
             self.properties, broker_max_transaction_timeout_ms(self.properties)
@@ -190,7 +197,7 @@ class TransactionalSink:
                 "stats_cb": self._on_stats,
             }
         )
-        self._producer = Producer(config)
+        self._producer, self._report = reporting_producer(config)
         try:
             self._producer.init_transactions(max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000))
         except KafkaException as exc:
@@ -276,7 +283,9 @@ class TransactionalSink:
         self.log.info(f"Transaction {self.transactional_id!r}: producing.")
         started = time.monotonic()
         deadline = started + self.timeout_ms / 1000 * TIMEOUT_SAFETY
-        state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
+        state: dict[str, Any] = {"bytes": 0}
+        report = self._report
+        report.reset()
         records = 0
         outputs = [(self.topic, distribute(encoded), self.partitioner)]
         outputs += [(topic, frame, "default") for topic, frame in extra]
@@ -296,12 +305,12 @@ class TransactionalSink:
             remaining = producer.flush(max(0.0, deadline - time.monotonic()))
             if remaining:
                 raise TransactionError(self._timeout_message(started))
-            if state["failed"] and _fenced(str(state["error"])):
-                raise TransactionError(self._failure_message(state["error"], started))
-            if state["failed"]:
+            if report.failed and _fenced(str(report.first_error)):
+                raise TransactionError(self._failure_message(report.first_error, started))
+            if report.failed:
                 raise DeliveryError(
-                    f"{state['failed']} record(s) to topic {self.topic!r} were not delivered: "
-                    f"{state['error']}. The transaction is aborted; nothing was committed."
+                    f"{report.failed} record(s) to topic {self.topic!r} were not delivered: "
+                    f"{report.first_error}. The transaction is aborted; nothing was committed."
                 )
             for group_id, group_offsets in offsets.items():
                 self._send_offsets(group_id, group_offsets)
@@ -322,7 +331,7 @@ class TransactionalSink:
         self._producer.poll(0)
         return TransactionResult(
             records=records,
-            bytes=state["bytes"],
+            bytes=state["bytes"] - report.failed_bytes,
             failed=0,
             first_error=None,
             send_ms=(time.monotonic() - started) * 1000,

@@ -27,6 +27,7 @@ from dagster_kafka_flinklike.sink.writer import (
     DeliveryReport,
     produce_arrow_batches,
     produce_batches,
+    reporting_producer,
     write,
 )
 
@@ -345,15 +346,37 @@ def test_produce_batches_drives_any_producer_and_waits_out_a_full_queue(
     assert {r.partition for r in records} == {1}
 
 
+def test_produce_batches_reports_to_the_producers_own_callback(
+    kafka_bootstrap: str, new_topic: Any
+) -> None:
+    import pyarrow as pa
+
+    topic = new_topic(partitions=1, config={"max.message.bytes": "1024"})
+    producer, report = reporting_producer({"bootstrap.servers": kafka_bootstrap})
+    batch = pa.RecordBatch.from_pydict(
+        {"key": [b"a", b"b", b"c"], "value": [b"small", b"x" * 5000, b"small"]},
+        schema=pa.schema([("key", pa.binary()), ("value", pa.binary())]),
+    )
+    task = SinkPartitioner.resolve("default", topic).open(0, 1)
+    counts = produce_batches(producer, [batch], topic, task)  # no per-record callback
+    assert producer.flush(30) == 0
+    assert counts.records == 3
+    # The broker rejects the whole batch holding the oversized record.
+    assert 1 <= report.failed <= 3
+    assert report.failed_bytes >= 5001
+    assert "too large" in (report.first_error or "").lower()
+    report.reset()
+    assert (report.failed, report.failed_bytes, report.first_error) == (0, 0, None)
+
+
 def test_produce_arrow_batches_keeps_each_tasks_partitioner_across_calls(
     kafka_bootstrap: str, new_topic: Any
 ) -> None:
     import pyarrow as pa
-    from confluent_kafka import Producer
 
     topic = new_topic(partitions=3)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    state: dict[str, Any] = {"failed": 0, "error": None, "bytes": 0}
+    producer, report = reporting_producer({"bootstrap.servers": kafka_bootstrap})
+    state: dict[str, Any] = {}
     for i in range(4):  # one batch per call, as a driver-side writer streams them
         batch = pa.RecordBatch.from_pydict(
             {"key": [None, None], "value": [f"t1-{i}".encode(), f"t1-{i}b".encode()]}
@@ -367,7 +390,7 @@ def test_produce_arrow_batches_keeps_each_tasks_partitioner_across_calls(
     fixed = pa.RecordBatch.from_pydict({"key": [b"k"], "value": [b"t2"]})
     produce_arrow_batches(producer, [fixed], topic, state, partitioner="fixed", task=2)
     assert producer.flush(30) == 0
-    assert (state["failed"], state["error"]) == (0, None)
+    assert (report.failed, report.first_error) == (0, None)
     assert state["bytes"] == sum(len(f"t1-{i}") * 2 + 1 for i in range(4)) + 3
     records = consume_all(kafka_bootstrap, topic)
     by_value = {r.value: r.partition for r in records}
