@@ -17,10 +17,11 @@ JVM and the Spark Python workers. The last line printed is one JSON object with 
 See ``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (1;
-best of n), ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's
-tasks; default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY``
-(``3g``: the Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS``
-(use that broker instead of starting one).
+best of n), ``BENCH_PRODUCER_PROPERTIES`` (a JSON object of client properties for all three),
+``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's tasks;
+default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``3g``: the
+Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker
+instead of starting one).
 """
 
 from __future__ import annotations
@@ -203,24 +204,28 @@ def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame
     )
 
 
-def timed_alo(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, dict[str, float], Any]:
+def timed_alo(
+    df: DataFrame, topic: str, properties: Mapping[str, str]
+) -> tuple[float, dict[str, float], Any]:
     """Seconds and CPU seconds by process kind of one at-least-once :func:`write`, its result."""
     from dagster_kafka_flinklike.options import DeliveryGuarantee
     from dagster_kafka_flinklike.sink.writer import write
 
     meter = common.CpuMeter()
     began = time.monotonic()
-    result = write(df, topic, {"bootstrap.servers": bootstrap}, DeliveryGuarantee.AT_LEAST_ONCE)
+    result = write(df, topic, properties, DeliveryGuarantee.AT_LEAST_ONCE)
     seconds = time.monotonic() - began
     return seconds, meter.used(), result
 
 
-def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, dict[str, float], Any]:
+def timed_eos(
+    df: DataFrame, topic: str, properties: Mapping[str, str]
+) -> tuple[float, dict[str, float], Any]:
     """Seconds and CPU seconds by process kind of one exactly-once write (begin, write,
     commit), and its result."""
     from dagster_kafka_flinklike.sink.transactional import TransactionalSink
 
-    sink = TransactionalSink(topic, {"bootstrap.servers": bootstrap}, TRANSACTIONAL_ID)
+    sink = TransactionalSink(topic, properties, TRANSACTIONAL_ID)
     try:
         meter = common.CpuMeter()
         began = time.monotonic()
@@ -231,6 +236,20 @@ def timed_eos(df: DataFrame, topic: str, bootstrap: str) -> tuple[float, dict[st
     finally:
         sink.close()
     return seconds, cpu, result
+
+
+def producer_properties() -> dict[str, str]:
+    """``BENCH_PRODUCER_PROPERTIES``: a JSON object of client properties (``properties.*``
+    without the prefix, e.g. ``{"linger.ms": "20"}``) for the raw loop and both sinks."""
+    import json
+
+    text = os.environ.get("BENCH_PRODUCER_PROPERTIES", "").strip()
+    if not text:
+        return {}
+    given = json.loads(text)
+    if not isinstance(given, dict):
+        raise SystemExit("BENCH_PRODUCER_PROPERTIES must be a JSON object")
+    return {str(key): str(value) for key, value in given.items()}
 
 
 def sink_cpu(cpu: Mapping[str, float]) -> float:
@@ -383,7 +402,7 @@ def measure(
     )
     from dagster_kafka_flinklike.sink.writer import producer_config
 
-    properties = {"bootstrap.servers": bootstrap}
+    properties = {**producer_properties(), "bootstrap.servers": bootstrap}
     settings = producer_config(properties, DeliveryGuarantee.AT_LEAST_ONCE)
     shown = {k: v for k, v in settings.items() if k != "bootstrap.servers"}
     eos_settings = producer_config(properties, DeliveryGuarantee.EXACTLY_ONCE)
@@ -426,7 +445,7 @@ def measure(
         worker spends seconds importing the library: that belongs to no throughput figure.
         """
         topic = new_topic(f"warm-{kind}")
-        (timed_alo if kind == "alo" else timed_eos)(warm, topic, bootstrap)
+        (timed_alo if kind == "alo" else timed_eos)(warm, topic, properties)
         verify(bootstrap, topic, partitions, warm_records, committed=kind == "eos")
 
     # Per measurement: (records/s, seconds, CPU seconds by process kind) of every repeat.
@@ -462,7 +481,7 @@ def measure(
 
         warm_up("alo")
         topic = new_topic("alo")
-        seconds, cpu, result = timed_alo(df, topic, bootstrap)
+        seconds, cpu, result = timed_alo(df, topic, properties)
         if result.records != records or result.failed:
             raise RuntimeError(
                 f"at-least-once sink reported {result.records} records, {result.failed} failed"
@@ -472,7 +491,7 @@ def measure(
 
         warm_up("eos")
         topic = new_topic("eos")
-        seconds, cpu, result = timed_eos(df, topic, bootstrap)
+        seconds, cpu, result = timed_eos(df, topic, properties)
         if result.records != records:
             raise RuntimeError(f"exactly-once sink reported {result.records} records")
         verify(bootstrap, topic, partitions, records, committed=True)
