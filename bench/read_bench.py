@@ -14,7 +14,7 @@ the CPU time per record of each, and the peak RSS of the driver, the Spark JVM a
 Python workers. The last line printed is one JSON object with every figure; see
 ``bench/README.md``.
 
-Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (1; best of n),
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; best of n),
 ``BENCH_BATCH`` (the reader's batch size), ``BENCH_WARMUP`` (records each Spark query reads
 before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION`` (``none`` or
 ``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
@@ -476,7 +476,7 @@ def run() -> dict[str, Any]:
     """The whole benchmark; returns the summary printed as the last line."""
     records = common.env_int("BENCH_RECORDS", 5_000_000)
     partitions = common.env_int("BENCH_PARTITIONS", 6)
-    repeats = max(1, common.env_int("BENCH_REPEATS", 1))
+    repeats = max(1, common.env_int("BENCH_REPEATS", common.DEFAULT_REPEATS))
     compression = os.environ.get("BENCH_COMPRESSION", "none").strip() or "none"
     summary: dict[str, Any] = {
         "records": records,

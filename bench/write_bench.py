@@ -16,7 +16,7 @@ through a read_committed consumer for exactly-once), and the peak RSS of the dri
 JVM and the Spark Python workers. The last line printed is one JSON object with every figure.
 See ``bench/README.md``.
 
-Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (1;
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (3;
 best of n), ``BENCH_PRODUCER_PROPERTIES`` (a JSON object of client properties for all three),
 ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's tasks;
 default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``3g``: the
@@ -367,7 +367,7 @@ def run() -> dict[str, Any]:
     """The whole benchmark; returns the summary printed as the last line."""
     records = common.env_int("BENCH_RECORDS", 5_000_000)
     partitions = common.env_int("BENCH_PARTITIONS", 6)
-    repeats = max(1, common.env_int("BENCH_REPEATS", 1))
+    repeats = max(1, common.env_int("BENCH_REPEATS", common.DEFAULT_REPEATS))
     sampler = common.RssSampler().start()
     summary: dict[str, Any] = {
         "records": records,

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._worker import settle_worker_heap
 from ..errors import TransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -283,6 +284,7 @@ def driver_batches(
     def send(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
+        settle_worker_heap()
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0

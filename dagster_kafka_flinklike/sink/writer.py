@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._idle_clients import IdleClients
+from .._worker import settle_worker_heap
 from ..errors import DeliveryError, KafkaConnectorError, KafkaOptionsError
 from ..options import DeliveryGuarantee, client_config
 from .partitioners import LIBRDKAFKA_DEFAULT, SinkPartitioner, TaskPartitioner
@@ -379,6 +380,7 @@ def _write_task(
     import pyarrow as pa
     from pyspark import TaskContext
 
+    settle_worker_heap()
     first = next(batches, None)
     while first is not None and first.num_rows == 0:
         first = next(batches, None)

@@ -20,15 +20,14 @@ the collector's reach once, since Spark collects garbage after every task.
 
 from __future__ import annotations
 
-import gc
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from .._idle_clients import IdleClients
+from .._worker import collector_paused, settle_worker_heap
 from ..errors import KafkaConnectorError, OffsetsError
 from .enumerator import KafkaSplit
 
@@ -351,25 +350,6 @@ class _SplitReader:
         _IDLE_CONSUMERS.put(self.settings, self.consumer)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the block, if it is enabled.
-
-    A consumed batch is thousands of container objects (messages) that live until the batch is
-    built; they make the collector run repeatedly over them and over the whole heap, which
-    costs more than consuming itself. They form no reference cycles and are freed by reference
-    counting as soon as the block ends, so nothing is lost by not collecting meanwhile.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def read_split(
     split: KafkaSplit,
     consumer_config: Mapping[str, Any],
@@ -418,7 +398,7 @@ def read_split(
     completed = False
     try:
         while not reader.done:
-            with _collector_paused():
+            with collector_paused():
                 batch = reader.step()
             if batch is not None:
                 yield batch
@@ -483,25 +463,6 @@ def _check_idle(
     return False
 
 
-_heap_settled = False
-
-
-def _settle_worker_heap() -> None:
-    """Once per Spark Python worker: collect, then freeze the objects alive now.
-
-    Spark's worker runs a full garbage collection after every task; importing this package
-    (and Dagster with it) leaves a heap large enough that each of those collections costs tens
-    of milliseconds. The objects alive when a worker first reads are modules, classes and
-    functions that live as long as the worker, so the collector need not scan them again.
-    """
-    global _heap_settled
-    if _heap_settled:
-        return
-    _heap_settled = True
-    gc.collect()
-    gc.freeze()
-
-
 def read_splits(
     spark: SparkSession,
     splits: Sequence[KafkaSplit],
@@ -527,7 +488,7 @@ def read_splits(
         return spark.createDataFrame([], schema)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        _settle_worker_heap()
+        settle_worker_heap()
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 yield from read_split(
