@@ -462,6 +462,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             "reader_json": cpu_us["json"],
         },
         "cpu_us_per_record_spark": by_process,
+        "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
         "peak_rss_mb": max(
             rss["driver"],
             rss["spark_jvm"],
