@@ -19,7 +19,7 @@ See ``bench/README.md``.
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (3;
 best of n), ``BENCH_PRODUCER_PROPERTIES`` (a JSON object of client properties for all three),
 ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's tasks;
-default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``3g``: the
+default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``6g``: the
 Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker
 instead of starting one).
 """
@@ -44,7 +44,7 @@ RECORDS_PER_SPARK_PARTITION = 125_000
 #: The Spark driver's heap: the cached DataFrame (~1.2 GB at 5M records) must fit in Spark's
 #: storage memory, or the timed writes re-read part of it from disk. ``BENCH_DRIVER_MEMORY``
 #: overrides it.
-DRIVER_MEMORY = "3g"
+DRIVER_MEMORY = "6g"
 #: Records of the untimed write through each sink just before it is timed.
 WARM_RECORDS = 20_000
 #: ... or this share of ``BENCH_RECORDS`` if larger, so the JVM's JIT has compiled the sinks'

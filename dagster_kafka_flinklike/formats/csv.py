@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KafkaOptionsError
 from ..options import Column, FlinkType, FormatSpec
+from ..options._rules import CSV_NESTED, csv_column_types
 from .json import Stager, first_error, leaf, leaf_error, leaf_value, timestamp_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,8 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CORRUPT = "__dkf_corrupt_record"
 #: Text Spark reads as NULL; never written by a user, so only empty fields read as Spark NULL.
 _NO_NULL = "\u0000dkf-no-null-literal\u0000"
-_NESTED = {"ARRAY", "ROW"}
-_UNSUPPORTED = {"MAP", "MULTISET"}
+_NESTED = CSV_NESTED
 
 
 def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -47,16 +46,7 @@ def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _check_type(column: Column) -> None:
-    t = column.flink_type
-    if t.name in _UNSUPPORTED or (
-        t.name in _NESTED and any(c.name in _NESTED | _UNSUPPORTED for c in t.children)
-    ):
-        raise KafkaOptionsError(
-            f"The 'csv' format cannot hold column '{column.name}' of type {t}: it supports "
-            f"scalars, and ARRAY and ROW of scalars (elements separated by "
-            f"'csv.array-element-delimiter'); use the 'json' format for nested data.",
-            keys=("format",),
-        )
+    csv_column_types("csv", [column], "format")
 
 
 def _spark_options(settings: Mapping[str, Any]) -> dict[str, str]:

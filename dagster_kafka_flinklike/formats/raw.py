@@ -17,12 +17,12 @@ does), and a NaN is written with Java's canonical NaN bits.
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
 from ..options import Column, FormatSpec, spark_type
+from ..options._formats import spark_charset
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -38,16 +38,6 @@ SIZES = {
     "BIGINT": 8,
     "FLOAT": 4,
     "DOUBLE": 8,
-}
-#: Python codec name → the charset name Spark's ``decode``/``encode`` accept.
-SPARK_CHARSETS = {
-    "utf-8": "UTF-8",
-    "ascii": "US-ASCII",
-    "iso8859-1": "ISO-8859-1",
-    "utf-16": "UTF-16",
-    "utf-16-be": "UTF-16BE",
-    "utf-16-le": "UTF-16LE",
-    "utf-32": "UTF-32",
 }
 _HEX = "[0-9A-F]"
 _BMP_BE = f"(?:[0-9A-CE-F]{_HEX}{{3}}|D[0-7]{_HEX}{{2}})"
@@ -86,29 +76,6 @@ def _single(columns: Sequence[Column]) -> Column:
             keys=("format",),
         )
     return column
-
-
-def spark_charset(name: str) -> str:
-    """The Spark name of charset ``name`` (``raw.charset``).
-
-    Example:
-        >>> spark_charset("latin-1")
-        'ISO-8859-1'
-
-    Raises:
-        KafkaOptionsError: the charset is unknown or Spark cannot encode/decode it.
-    """
-    try:
-        canonical = codecs.lookup(name).name
-    except LookupError:
-        canonical = ""
-    if canonical not in SPARK_CHARSETS:
-        raise KafkaOptionsError(
-            f"Option 'raw.charset' = {name[:40]!r} is not supported: Spark reads and writes "
-            f"{', '.join(SPARK_CHARSETS.values())}.",
-            keys=("raw.charset",),
-        )
-    return SPARK_CHARSETS[canonical]
 
 
 def _valid(raw: SparkColumn, charset: str) -> SparkColumn | None:

@@ -77,13 +77,44 @@ def _char(unescape: bool) -> Any:
     return parse
 
 
-def _charset(key: str, text: str) -> str:
+#: The charsets ``raw.charset`` may name: Python codec name → the name Spark's ``decode`` and
+#: ``encode`` accept.
+SPARK_CHARSETS = {
+    "utf-8": "UTF-8",
+    "ascii": "US-ASCII",
+    "iso8859-1": "ISO-8859-1",
+    "utf-16": "UTF-16",
+    "utf-16-be": "UTF-16BE",
+    "utf-16-le": "UTF-16LE",
+    "utf-32": "UTF-32",
+}
+
+
+def spark_charset(name: str, key: str = "raw.charset") -> str:
+    """The Spark name of charset ``name`` (any spelling Python knows, e.g. ``latin-1``).
+
+    Example:
+        >>> spark_charset("latin-1")
+        'ISO-8859-1'
+
+    Raises:
+        KafkaOptionsError: naming ``key``, when Spark cannot decode and encode the charset.
+    """
     try:
-        codecs.lookup(text.strip())
+        canonical = codecs.lookup(name.strip()).name
     except LookupError:
+        canonical = ""
+    if canonical not in SPARK_CHARSETS:
         raise KafkaOptionsError(
-            f"Option '{key}' names an unknown charset: {text[:40]!r}.", keys=(key,)
-        ) from None
+            f"Option '{key}' = {name[:40]!r} is not supported: Spark reads and writes "
+            f"{', '.join(SPARK_CHARSETS.values())}.",
+            keys=(key,),
+        )
+    return SPARK_CHARSETS[canonical]
+
+
+def _charset(key: str, text: str) -> str:
+    spark_charset(text, key)
     return text.strip()
 
 

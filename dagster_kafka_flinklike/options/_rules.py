@@ -276,6 +276,29 @@ def column_rules(
             )
 
 
+#: Column types the ``csv`` format nests (one level deep, elements and fields scalar) ...
+CSV_NESTED = frozenset({"ARRAY", "ROW"})
+#: ... and the ones it cannot hold at all.
+CSV_UNSUPPORTED = frozenset({"MAP", "MULTISET"})
+
+
+def csv_column_types(fmt: str, columns: Sequence[Column], option_key: str) -> None:
+    """The ``csv`` format holds scalars, and ARRAY and ROW of scalars."""
+    if fmt != "csv":
+        return
+    for column in columns:
+        t = column.flink_type
+        if t.name in CSV_UNSUPPORTED or (
+            t.name in CSV_NESTED and any(c.name in CSV_NESTED | CSV_UNSUPPORTED for c in t.children)
+        ):
+            raise KafkaOptionsError(
+                f"The 'csv' format ('{option_key}') cannot hold column '{column.name}' of type "
+                f"{t}: it supports scalars, and ARRAY and ROW of scalars (elements separated by "
+                f"'csv.array-element-delimiter'); use the 'json' format for nested data.",
+                keys=(option_key,),
+            )
+
+
 def raw_single_field(fmt: str, columns: Sequence[str], option_key: str) -> None:
     """The ``raw`` format carries exactly one physical column."""
     if fmt == "raw" and len(columns) != 1:

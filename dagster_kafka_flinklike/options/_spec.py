@@ -257,8 +257,13 @@ class KafkaTableSpec:
                 n for n in physical if include == ValueFieldsInclude.ALL or n not in key_fields
             ]
             rules.raw_single_field(value_format.name, value_cols, value_key)
+            by_name = {c.name: c for c in cols}
+            rules.csv_column_types(value_format.name, [by_name[n] for n in value_cols], value_key)
             if key_format is not None:
                 rules.raw_single_field(key_format.name, list(key_fields), "key.format")
+                rules.csv_column_types(
+                    key_format.name, [by_name[n] for n in key_fields if n in by_name], "key.format"
+                )
 
         interval = parsed["scan.topic-partition-discovery.interval"]
         return cls(

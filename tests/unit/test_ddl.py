@@ -31,7 +31,7 @@ CREATE TEMPORARY TABLE IF NOT EXISTS shop.web.`clicks` (
   `user_id`   BIGINT,
   `price`     DECIMAL(10, 2),
   `tags`      ARRAY<STRING>,
-  `attrs`     MAP<STRING, ROW<`k` INT, v STRING>>,
+  `attrs`     ROW<`k` INT, v STRING>,
   `src_topic` STRING NOT NULL METADATA FROM 'topic' VIRTUAL,
   `offset`    BIGINT NOT NULL METADATA VIRTUAL,
   `event_ts`  TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
@@ -140,11 +140,8 @@ def test_source_table_round_trip(statements: list) -> None:
             T.StructField("tags", T.ArrayType(T.StringType())),
             T.StructField(
                 "attrs",
-                T.MapType(
-                    T.StringType(),
-                    T.StructType(
-                        [T.StructField("k", T.IntegerType()), T.StructField("v", T.StringType())]
-                    ),
+                T.StructType(
+                    [T.StructField("k", T.IntegerType()), T.StructField("v", T.StringType())]
                 ),
             ),
         ]

@@ -254,7 +254,10 @@ def test_format_option_errors(
 @pytest.mark.parametrize(
     ("changes", "keys", "fragment"),
     [
-        ({"raw.charset": "klingon-8"}, ("raw.charset",), "unknown charset"),
+        ({"raw.charset": "klingon-8"}, ("raw.charset",), "'klingon-8' is not supported"),
+        # Python knows the codec, Spark's decode/encode do not: rejected at definition load.
+        ({"raw.charset": "gbk"}, ("raw.charset",), "Spark reads and writes UTF-8, US-ASCII"),
+        ({"key.format": "raw", "key.raw.charset": "cp1252"}, ("key.raw.charset",), "'cp1252'"),
         ({"raw.endianness": "middle-endian"}, ("raw.endianness",), "'big-endian'"),
         ({"raw.charsett": "UTF-8"}, ("raw.charsett",), "did you mean 'raw.charset'?"),
         ({"raw.field-delimiter": ","}, ("raw.field-delimiter",), "Options of 'raw'"),
@@ -283,3 +286,33 @@ def test_every_declared_format_option_accepts_its_default(name: str) -> None:
     columns = ONE_COLUMN if name == "raw" else None
     spec = build(changes, columns=columns) if columns else build(changes)
     assert spec.value_format.name == name
+
+
+NESTED = (
+    Column("id", "BIGINT"),
+    Column("tags", "ARRAY<STRING>"),
+    Column("attrs", "MAP<STRING, STRING>"),
+    Column("deep", "ARRAY<ROW<a INT>>"),
+)
+
+
+@pytest.mark.parametrize(
+    ("changes", "columns", "keys", "fragment"),
+    [
+        # Caught when the table is declared, not when the first record is decoded.
+        ({"format": "csv"}, NESTED[:3], ("format",), "column 'attrs' of type MAP<STRING, STRING>"),
+        ({"format": DROP, "value.format": "csv"}, NESTED[:2] + NESTED[3:], ("value.format",),
+         "column 'deep' of type ARRAY<ROW<"),
+        ({**KEYED, "key.format": "csv", "key.fields": "attrs"}, NESTED[:3], ("key.format",),
+         "column 'attrs'"),
+    ],
+)  # fmt: skip
+def test_csv_columns_it_cannot_hold_fail_at_declaration(
+    changes: dict[str, Any], columns: Any, keys: tuple[str, ...], fragment: str
+) -> None:
+    expect_error(changes, keys, fragment, columns=columns)
+
+
+def test_csv_holds_scalars_and_one_level_of_array_and_row() -> None:
+    spec = build({"format": "csv"}, columns=(*NESTED[:2], Column("r", "ROW<a INT, b STRING>")))
+    assert spec.value_format.name == "csv"
