@@ -73,6 +73,9 @@ Deliberate differences from Apache Flink's Kafka connector:
   JKS truststores and keystores cannot be read: use PEM files (a PKCS#12 keystore works).
 - TIME columns are carried as Spark STRING (Spark has no TIME type); TIMESTAMP maps to Spark
   TIMESTAMP_NTZ and TIMESTAMP_LTZ to Spark TIMESTAMP.
+- `raw.charset` takes the charsets Spark decodes and encodes (UTF-8, US-ASCII, ISO-8859-1,
+  UTF-16, UTF-16BE, UTF-16LE, UTF-32, in any spelling Python knows); others are rejected when the
+  table is declared, where Flink takes any Java charset.
 - Flink SQL: reserved words may be used unquoted as column names where unambiguous; an empty
   column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Query text is kept as
   written and run by Spark SQL.

@@ -162,7 +162,8 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
             "Write DECIMAL in scientific notation when shorter.", parse_bool),
     ),
     "raw": (
-        _fo("charset", "String", "UTF-8", "Charset of text values.", _charset),
+        _fo("charset", "String", "UTF-8", "Charset of text values (one Spark knows: see "
+            "Departures).", _charset),
         _fo("endianness", "Enum", "big-endian", "Byte order of numbers: big-endian or "
             "little-endian.", parse_choice("big-endian", "little-endian")),
     ),
