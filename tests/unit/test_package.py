@@ -10,6 +10,12 @@ import pytest
 import dagster_kafka_flinklike as dkf
 
 
+def fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter (nothing imported yet)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def test_every_exported_symbol_has_a_docstring() -> None:
     symbols = [name for name in dkf.__all__ if name != "__version__"]
     missing = [name for name in symbols if not (getattr(dkf, name).__doc__ or "").strip()]
@@ -18,8 +24,7 @@ def test_every_exported_symbol_has_a_docstring() -> None:
 
 def test_importing_the_package_does_not_import_pyspark() -> None:
     code = "import sys, dagster_kafka_flinklike; print('pyspark' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert fresh_python(code) == "False"
 
 
 def test_spark_resource_is_loaded_lazily() -> None:
@@ -37,8 +42,7 @@ def test_the_modules_spark_workers_import_do_not_import_dagster() -> None:
         "import dagster_kafka_flinklike.sink.driver_stream, dagster_kafka_flinklike.formats\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster'))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"
 
 
 def test_public_names_load_on_first_use_and_are_listed() -> None:
@@ -48,8 +52,12 @@ def test_public_names_load_on_first_use_and_are_listed() -> None:
         "resource = d.KafkaResource\n"
         "print(before, 'dagster' in sys.modules, resource.__module__, 'KafkaResource' in dir(d))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True", "dagster_kafka_flinklike.resources", "True"]
+    assert fresh_python(code).split() == [
+        "False",
+        "True",
+        "dagster_kafka_flinklike.resources",
+        "True",
+    ]
     assert set(dkf.__all__) == {*dkf._EXPORTS, "__version__"}
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         dkf.Nope  # noqa: B018

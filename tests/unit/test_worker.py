@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 
 from dagster_kafka_flinklike._worker import collector_paused
+
+from .test_package import fresh_python
 
 
 def test_the_worker_heap_is_frozen_once_per_process() -> None:
@@ -21,8 +21,7 @@ def test_the_worker_heap_is_frozen_once_per_process() -> None:
         "settle_worker_heap()\n"
         "print(before, frozen > 1000, gc.get_freeze_count() == frozen)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["0", "True", "True"]
+    assert fresh_python(code).split() == ["0", "True", "True"]
 
 
 def test_the_collector_is_paused_for_the_block_and_restored() -> None:
