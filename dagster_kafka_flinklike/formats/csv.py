@@ -36,17 +36,12 @@ if TYPE_CHECKING:  # pragma: no cover
 CORRUPT = "__dkf_corrupt_record"
 #: Text Spark reads as NULL; never written by a user, so only empty fields read as Spark NULL.
 _NO_NULL = "\u0000dkf-no-null-literal\u0000"
-_NESTED = CSV_NESTED
 
 
 def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
     from . import format_settings
 
     return format_settings("csv", options)
-
-
-def _check_type(column: Column) -> None:
-    csv_column_types("csv", [column], "format")
 
 
 def _spark_options(settings: Mapping[str, Any]) -> dict[str, str]:
@@ -96,7 +91,7 @@ def _convert(
     from pyspark.sql import functions as F
 
     literal = settings.get("null-literal")
-    if t.name not in _NESTED:
+    if t.name not in CSV_NESTED:
         return _scalar(text, t, path)
     parts = F.when(text == F.lit(""), F.array().cast("array<string>")).otherwise(
         F.split(text, _delimiter_regex(settings), -1)
@@ -161,7 +156,7 @@ def _decode(
     from pyspark.sql import functions as F
 
     for column in columns:
-        _check_type(column)
+        csv_column_types("csv", [column], "format")
     settings = _settings(options)
     n = len(columns)
     if n == 0:
@@ -183,7 +178,7 @@ def _decode(
     for i, column in enumerate(columns):
         t = column.flink_type
         field = _nullable(F.coalesce(parsed[f"_c{i}"], F.lit("")), literal)
-        if t.name in _NESTED:
+        if t.name in CSV_NESTED:
             value, error = _convert(field, t, column.name, settings)
             value = stager.put(1, f"v{i}", value)
             if error is not None:
@@ -294,7 +289,7 @@ def encode(
 
     settings = _settings(options)
     for _, column in fields:
-        _check_type(column)
+        csv_column_types("csv", [column], "format")
     prepared = [(_encodable(source, c.flink_type, settings), c) for source, c in fields]
     literal = settings.get("null-literal") or ""
     if settings.get("quote-character") is None:

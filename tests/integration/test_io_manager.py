@@ -31,33 +31,21 @@ from tests.conftest import consume_all, produce
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "name", "type": "STRING"}]
 
 
+def table_spec(topic: str, options: dict[str, str]) -> KafkaTableSpec:
+    """A Kafka table over ``topic`` with ``options`` and the ``id``/``name`` columns."""
+    return KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": topic, **options}, columns=COLUMNS
+    )
+
+
 def table(topic: str, **extra: str) -> KafkaTableSpec:
     """A JSON table over ``topic`` read from the earliest offset."""
-    return KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": topic,
-            "format": "json",
-            "scan.startup.mode": "earliest-offset",
-            **extra,
-        },
-        columns=COLUMNS,
-    )
+    return table_spec(topic, {"format": "json", "scan.startup.mode": "earliest-offset", **extra})
 
 
 def keyed_table(topic: str, **extra: str) -> KafkaTableSpec:
     """A table over ``topic`` with ``name`` as the raw key and JSON values."""
-    return KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": topic,
-            "key.format": "raw",
-            "key.fields": "name",
-            "value.format": "json",
-            **extra,
-        },
-        columns=COLUMNS,
-    )
+    return spec(topic, {"key.format": "raw", "key.fields": "name", "value.format": "json", **extra})
 
 
 def record(i: int) -> bytes:
