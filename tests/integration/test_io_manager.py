@@ -45,7 +45,9 @@ def table(topic: str, **extra: str) -> KafkaTableSpec:
 
 def keyed_table(topic: str, **extra: str) -> KafkaTableSpec:
     """A table over ``topic`` with ``name`` as the raw key and JSON values."""
-    return table_spec(topic, {"key.format": "raw", "key.fields": "name", "value.format": "json", **extra})
+    return table_spec(
+        topic, {"key.format": "raw", "key.fields": "name", "value.format": "json", **extra}
+    )
 
 
 def record(i: int) -> bytes:
