@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 BATCH_SIZE = int(os.environ.get("DEMO_BATCH_SIZE", "500"))
 TOPICS = {"orders": 3, "channel_revenue": 3}
@@ -44,17 +45,33 @@ def _ensure_topics(bootstrap: str) -> None:
         time.sleep(0.1)
 
 
+def _high_watermark(probe: Any, partition: Any) -> int:
+    """The partition's end offset, waiting out a leader that is still being elected."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    electing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return int(probe.get_watermark_offsets(partition, timeout=10)[1])
+        except KafkaException as exc:  # a just-created topic: NOT_LEADER_FOR_PARTITION for a while
+            if exc.args[0].code() not in electing or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _produce_batch(bootstrap: str) -> tuple[int, int]:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from dagster_kafka_flinklike.local.orders import encode_order, generate_orders
 
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-probe"})
-    existing = sum(
-        probe.get_watermark_offsets(TopicPartition("orders", p), timeout=10)[1]
-        for p in range(TOPICS["orders"])
-    )
-    probe.close()
+    try:
+        existing = sum(
+            _high_watermark(probe, TopicPartition("orders", p)) for p in range(TOPICS["orders"])
+        )
+    finally:
+        probe.close()
     batch = existing // BATCH_SIZE
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for order in generate_orders(batch, BATCH_SIZE):

@@ -328,7 +328,7 @@ class TransactionalSink:
         self.log.info(f"Transaction {self.transactional_id!r}: committing.")
         attempts = self._commit(started)
         self.log.info(f"Transaction {self.transactional_id!r}: committed.")
-        self._producer.poll(0)
+        self._await_identity()
         return TransactionResult(
             records=records,
             bytes=state["bytes"] - report.failed_bytes,
@@ -341,6 +341,18 @@ class TransactionalSink:
             transaction_ms=round((time.monotonic() - started) * 1000, 1),
             commit_attempts=attempts,
         )
+
+    def _await_identity(self) -> None:
+        """Serve statistics until they show the producer id and epoch (for the metadata).
+
+        The statistics arrive every :data:`_STATS_INTERVAL_MS`: a short transaction can commit
+        before any of them was taken after ``init_transactions`` gave the producer its epoch.
+        """
+        deadline = time.monotonic() + 4 * _STATS_INTERVAL_MS / 1000
+        producer = self._require()
+        producer.poll(0)
+        while (self._stats.get("producer_epoch") or -1) < 0 and time.monotonic() < deadline:
+            producer.poll(0.05)
 
     def _send_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         from confluent_kafka import TopicPartition as CTopicPartition
