@@ -51,7 +51,8 @@ def log(text: str) -> None:
 #: Each measurement is repeated this many times and the best run kept (``BENCH_REPEATS``): the
 #: Spark JVM and the broker's JVM keep compiling over the first full-size runs (the broker's CPU
 #: per record fell from 3.2 to 0.9 µs over three runs of the raw loop), so a single run mostly
-#: measures how warm each JVM happened to be.
+#: measures how warm each JVM happened to be. The write benchmark repeats more
+#: (``write_bench.REPEATS``).
 DEFAULT_REPEATS = 3
 
 
@@ -98,7 +99,9 @@ def bench_kafka() -> Iterator[str]:
     from dagster_kafka_flinklike.local import EmbeddedKafka
 
     tmp = Path(tempfile.mkdtemp(prefix="dkf-bench-"))
-    broker = EmbeddedKafka(tmp / "kafka")
+    # Deleted topics free their disk after a second instead of a minute: a benchmark writes
+    # gigabytes per topic and deletes each as soon as it is checked.
+    broker = EmbeddedKafka(tmp / "kafka", extra_properties={"log.segment.delete.delay.ms": "1000"})
     try:
         began = time.monotonic()
         bootstrap = broker.start(timeout=180)
@@ -353,6 +356,36 @@ def cpu_by_pid(kinds: tuple[str, ...]) -> dict[int, float]:
 
 #: The process kinds :class:`CpuMeter` follows besides this (the driver's) process.
 METERED_KINDS = ("spark-jvm", "spark-python", "kafka-broker")
+#: The JVM kinds whose JIT compilers :class:`CpuMeter` also counts apart.
+JVM_KINDS = ("spark-jvm", "kafka-broker")
+#: Thread names (as ``/proc/<pid>/task/*/stat`` shows them, cut to 15 characters) of a JVM's
+#: JIT compilers.
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+
+
+def jit_cpu(pid: int) -> float:
+    """CPU seconds the JIT compiler threads of JVM ``pid`` have used (0 if it is gone)."""
+    used = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if name.startswith(JIT_THREADS):  # utime and stime, as in cpu_seconds
+            used += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def _jvm_pids() -> dict[int, str]:
+    return {
+        pid: kind for pid in descendants(os.getpid()) if (kind := process_kind(pid)) in JVM_KINDS
+    }
 
 
 @dataclass
@@ -366,6 +399,9 @@ class CpuMeter:
 
     driver: float = field(default_factory=time.process_time)
     before: dict[int, float] = field(default_factory=lambda: cpu_by_pid(METERED_KINDS))
+    jit_before: dict[int, float] = field(
+        default_factory=lambda: {pid: jit_cpu(pid) for pid in _jvm_pids()}
+    )
 
     def used(self) -> dict[str, float]:
         """Seconds per kind (``driver``, ``spark-jvm``, ``spark-python``, ``kafka-broker``)."""
@@ -375,6 +411,14 @@ class CpuMeter:
             kind = process_kind(pid)
             if kind in result:
                 result[kind] += seconds - self.before.get(pid, 0.0)
+        return result
+
+    def jit(self) -> dict[str, float]:
+        """Of :meth:`used`, the seconds the JVMs' JIT compilers took, per kind
+        (``spark-jvm``, ``kafka-broker``): compilation that competes with the measured work."""
+        result = dict.fromkeys(JVM_KINDS, 0.0)
+        for pid, kind in _jvm_pids().items():
+            result[kind] += jit_cpu(pid) - self.jit_before.get(pid, 0.0)
         return result
 
 

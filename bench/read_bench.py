@@ -175,30 +175,6 @@ def output_rows(spark: SparkSession) -> int:
     return rows
 
 
-#: Thread names (as ``/proc/<pid>/task/*/stat`` shows them, cut to 15 characters) of the JVM's
-#: JIT compilers.
-_JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
-
-
-def _jit_cpu(pid: int) -> float:
-    """CPU seconds the JIT compiler threads of JVM ``pid`` have used."""
-    used = 0.0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0.0
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-        if name.startswith(_JIT_THREADS):  # utime and stime, as in common.cpu_seconds
-            used += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return used
-
-
 @dataclass
 class SparkRun:
     """One timed Spark job: wall time, rows out, and CPU seconds by process kind."""
@@ -222,11 +198,11 @@ def timed_noop_write(spark: SparkSession, df: DataFrame) -> SparkRun:
     kinds = ("spark-jvm", "spark-python")
     cpu_before = common.cpu_by_pid(kinds)
     jvms = [pid for pid in cpu_before if common.process_kind(pid) == "spark-jvm"]
-    jit_before = {pid: _jit_cpu(pid) for pid in jvms}
+    jit_before = {pid: common.jit_cpu(pid) for pid in jvms}
     began = time.monotonic()
     df.write.format("noop").mode("overwrite").save()
     elapsed = time.monotonic() - began
-    jit = sum(_jit_cpu(pid) - used for pid, used in jit_before.items())
+    jit = sum(common.jit_cpu(pid) - used for pid, used in jit_before.items())
     cpu_after = common.cpu_by_pid(kinds)
     by_kind = {"spark-jvm": 0.0, "spark-python": 0.0}
     for pid, used in cpu_after.items():

@@ -16,7 +16,7 @@ through a read_committed consumer for exactly-once), and the peak RSS of the dri
 JVM and the Spark Python workers. The last line printed is one JSON object with every figure.
 See ``bench/README.md``.
 
-Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (3;
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (5;
 best of n), ``BENCH_PRODUCER_PROPERTIES`` (a JSON object of client properties for all three),
 ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's tasks;
 default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``6g``: the
@@ -31,6 +31,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import _common as common
@@ -45,6 +46,10 @@ RECORDS_PER_SPARK_PARTITION = 125_000
 #: storage memory, or the timed writes re-read part of it from disk. ``BENCH_DRIVER_MEMORY``
 #: overrides it.
 DRIVER_MEMORY = "6g"
+#: The broker is warmed up by an untimed raw loop over this share of ``BENCH_RECORDS``.
+BROKER_WARM_SHARE = 5
+#: Repeats of each measurement (best of n) when ``BENCH_REPEATS`` is not set.
+REPEATS = 5
 #: Records of the untimed write through each sink just before it is timed.
 WARM_RECORDS = 20_000
 #: ... or this share of ``BENCH_RECORDS`` if larger, so the JVM's JIT has compiled the sinks'
@@ -204,9 +209,7 @@ def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame
     )
 
 
-def timed_alo(
-    df: DataFrame, topic: str, properties: Mapping[str, str]
-) -> tuple[float, dict[str, float], Any]:
+def timed_alo(df: DataFrame, topic: str, properties: Mapping[str, str]) -> tuple[float, Cpu, Any]:
     """Seconds and CPU seconds by process kind of one at-least-once :func:`write`, its result."""
     from dagster_kafka_flinklike.options import DeliveryGuarantee
     from dagster_kafka_flinklike.sink.writer import write
@@ -215,12 +218,10 @@ def timed_alo(
     began = time.monotonic()
     result = write(df, topic, properties, DeliveryGuarantee.AT_LEAST_ONCE)
     seconds = time.monotonic() - began
-    return seconds, meter.used(), result
+    return seconds, Cpu.of(meter), result
 
 
-def timed_eos(
-    df: DataFrame, topic: str, properties: Mapping[str, str]
-) -> tuple[float, dict[str, float], Any]:
+def timed_eos(df: DataFrame, topic: str, properties: Mapping[str, str]) -> tuple[float, Cpu, Any]:
     """Seconds and CPU seconds by process kind of one exactly-once write (begin, write,
     commit), and its result."""
     from dagster_kafka_flinklike.sink.transactional import TransactionalSink
@@ -232,7 +233,7 @@ def timed_eos(
         sink.begin()
         result = sink.write(df, offsets={})
         seconds = time.monotonic() - began
-        cpu = meter.used()
+        cpu = Cpu.of(meter)
     finally:
         sink.close()
     return seconds, cpu, result
@@ -252,9 +253,21 @@ def producer_properties() -> dict[str, str]:
     return {str(key): str(value) for key, value in given.items()}
 
 
-def sink_cpu(cpu: Mapping[str, float]) -> float:
-    """CPU seconds of a measurement without the broker's: what ``cpu_us_per_record`` counts."""
-    return sum(used for kind, used in cpu.items() if kind != "kafka-broker")
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds of one measurement by process kind, and of them the JVMs' JIT compilers'."""
+
+    by_kind: dict[str, float]
+    jit: dict[str, float]
+
+    @classmethod
+    def of(cls, meter: common.CpuMeter) -> Cpu:
+        """What ``meter`` counted since it was made."""
+        return cls(meter.used(), meter.jit())
+
+    def sink(self) -> float:
+        """Seconds without the broker's: what ``cpu_us_per_record`` counts."""
+        return sum(used for kind, used in self.by_kind.items() if kind != "kafka-broker")
 
 
 def jvm_heap_used_mb(spark: SparkSession) -> float:
@@ -367,7 +380,7 @@ def run() -> dict[str, Any]:
     """The whole benchmark; returns the summary printed as the last line."""
     records = common.env_int("BENCH_RECORDS", 5_000_000)
     partitions = common.env_int("BENCH_PARTITIONS", 6)
-    repeats = max(1, common.env_int("BENCH_REPEATS", common.DEFAULT_REPEATS))
+    repeats = max(1, common.env_int("BENCH_REPEATS", REPEATS))
     sampler = common.RssSampler().start()
     summary: dict[str, Any] = {
         "records": records,
@@ -438,6 +451,13 @@ def measure(
     warm = build_frame(spark, warm_records, slots).cache()
     warm.count()
 
+    def check_and_drop(topic: str, expected: int, committed: bool) -> None:
+        """Verify ``topic``, then delete it: at 5M records each topic holds over a gigabyte,
+        and fifteen of them at once can fill a small disk."""
+        verify(bootstrap, topic, partitions, expected, committed)
+        delete_topics(bootstrap, [topic])
+        topics.remove(topic)
+
     def warm_up(kind: str) -> None:
         """A small untimed write through the sink about to be timed, checked.
 
@@ -446,10 +466,23 @@ def measure(
         """
         topic = new_topic(f"warm-{kind}")
         (timed_alo if kind == "alo" else timed_eos)(warm, topic, properties)
-        verify(bootstrap, topic, partitions, warm_records, committed=kind == "eos")
+        check_and_drop(topic, warm_records, committed=kind == "eos")
 
-    # Per measurement: (records/s, seconds, CPU seconds by process kind) of every repeat.
-    runs: dict[str, list[tuple[float, float, dict[str, float]]]] = {
+    # The broker's JVM compiles its produce path over the first millions of records: without
+    # this, the first raw loop mostly measures the broker's JIT compiler.
+    broker_warm = max(WARM_RECORDS, records // BROKER_WARM_SHARE)
+    meter = common.CpuMeter()
+    topic = new_topic("warm-broker")
+    seconds, _, _ = raw_loop(settings, topic, broker_warm)
+    check_and_drop(topic, broker_warm, committed=False)
+    common.log(
+        f"broker: warmed up by an untimed raw loop of {broker_warm:,} records "
+        f"({broker_warm / seconds:,.0f} records/s, JIT "
+        f"{meter.jit()['kafka-broker']:.1f} CPU s)"
+    )
+
+    # Per measurement: (records/s, seconds, CPU seconds) of every repeat.
+    runs: dict[str, list[tuple[float, float, Cpu]]] = {
         "raw": [],
         "alo": [],
         "eos": [],
@@ -459,12 +492,16 @@ def measure(
     heap_before = jvm_heap_used_mb(spark)
     heap_after: list[float] = []
 
-    def record(name: str, label: str, seconds: float, cpu: dict[str, float]) -> None:
+    def record(name: str, label: str, seconds: float, cpu: Cpu) -> None:
         runs[name].append((records / seconds, seconds, cpu))
-        parts = ", ".join(f"{kind} {used / records * 1e6:.2f}" for kind, used in cpu.items())
+        parts = ", ".join(
+            f"{kind} {used / records * 1e6:.2f}" for kind, used in cpu.by_kind.items()
+        )
+        jit = ", ".join(f"{kind} {used / records * 1e6:.2f}" for kind, used in cpu.jit.items())
         common.log(
             f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
-            f"{sink_cpu(cpu) / records * 1e6:.2f} CPU µs/record; by process: {parts})"
+            f"{cpu.sink() / records * 1e6:.2f} CPU µs/record; by process: {parts}; "
+            f"of which JIT compilers: {jit})"
         )
 
     for attempt in range(1, repeats + 1):
@@ -473,11 +510,11 @@ def measure(
         topic = new_topic("raw")
         meter = common.CpuMeter()
         seconds, loop_cpu, loop_rss = raw_loop(settings, topic, records)
-        broker_cpu = meter.used()["kafka-broker"]
+        broker = Cpu.of(meter)
         raw_rss = max(raw_rss, loop_rss)
-        verify(bootstrap, topic, partitions, records, committed=False)
-        raw_cpu = {"raw-loop": loop_cpu, "kafka-broker": broker_cpu}
-        record("raw", f"raw loop, 1 process{tag}", seconds, raw_cpu)
+        check_and_drop(topic, records, committed=False)
+        raw_cpu = {"raw-loop": loop_cpu, "kafka-broker": broker.by_kind["kafka-broker"]}
+        record("raw", f"raw loop, 1 process{tag}", seconds, Cpu(raw_cpu, broker.jit))
 
         warm_up("alo")
         topic = new_topic("alo")
@@ -486,7 +523,7 @@ def measure(
             raise RuntimeError(
                 f"at-least-once sink reported {result.records} records, {result.failed} failed"
             )
-        verify(bootstrap, topic, partitions, records, committed=False)
+        check_and_drop(topic, records, committed=False)
         record("alo", f"at-least-once sink, {spark_partitions} tasks{tag}", seconds, cpu)
 
         warm_up("eos")
@@ -494,7 +531,7 @@ def measure(
         seconds, cpu, result = timed_eos(df, topic, properties)
         if result.records != records:
             raise RuntimeError(f"exactly-once sink reported {result.records} records")
-        verify(bootstrap, topic, partitions, records, committed=True)
+        check_and_drop(topic, records, committed=True)
         eos_stats = {
             "transaction_ms": result.transaction_ms,
             "begin_ms": round(seconds * 1000 - result.transaction_ms, 1),  # fence + timeout check
@@ -523,17 +560,20 @@ def measure(
     common.log("peak RSS (MiB): " + ", ".join(f"{kind} {mb:,.0f}" for kind, mb in rss.items()))
     best = {name: max(r[0] for r in results) for name, results in runs.items()}
     cpu_us = {
-        name: round(min(sink_cpu(r[2]) for r in results) / records * 1e6, 2)
+        name: round(min(r[2].sink() for r in results) / records * 1e6, 2)
         for name, results in runs.items()
     }
     # Of the fastest repeat of each: where its CPU went, the broker's included.
+    fastest = {name: max(results, key=lambda r: r[0])[2] for name, results in runs.items()}
     by_process = {
-        name: {
-            kind: round(used / records * 1e6, 2)
-            for kind, used in max(results, key=lambda r: r[0])[2].items()
-        }
-        for name, results in runs.items()
+        name: {kind: round(used / records * 1e6, 2) for kind, used in cpu.by_kind.items()}
+        for name, cpu in fastest.items()
     }
+    jit = {
+        name: {kind: round(used / records * 1e6, 2) for kind, used in cpu.jit.items()}
+        for name, cpu in fastest.items()
+    }
+    rounds = list(zip(runs["raw"], runs["alo"], runs["eos"], strict=True))
     return {
         "raw_rps": round(best["raw"]),
         "alo_rps": round(best["alo"]),
@@ -545,7 +585,12 @@ def measure(
         "target_eos_alo_met": best["eos"] >= 0.7 * best["alo"],
         "cpu_us_per_record": {"raw": cpu_us["raw"], "alo": cpu_us["alo"], "eos": cpu_us["eos"]},
         "cpu_us_per_record_by_process": by_process,
+        "jit_us_per_record": jit,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
+        "ratios_per_run": {
+            "alo_raw": [round(alo[0] / raw[0], 3) for raw, alo, _ in rounds],
+            "eos_alo": [round(eos[0] / alo[0], 3) for _, alo, eos in rounds],
+        },
         "peak_rss_mb": max(rss["driver"], rss["spark_jvm"], rss["spark_python_workers"]),
         "rss_mb": rss,
         "producer_settings": shown,
