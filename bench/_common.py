@@ -84,12 +84,19 @@ def run_and_print(
     print(json.dumps(summary), flush=True)
 
 
+#: Disk a benchmark order record takes in the broker's log (key, ~220-byte value, overhead),
+#: rounded up.
+RECORD_DISK_BYTES = 300
+
+
 @contextmanager
-def bench_kafka() -> Iterator[str]:
+def bench_kafka(disk_bytes: int = 0) -> Iterator[str]:
     """Bootstrap servers for one benchmark run.
 
     ``$KAFKA_BOOTSTRAP_SERVERS`` when set (nothing is started or stopped); otherwise an embedded
-    broker in a fresh temporary directory, stopped and deleted on exit, also on errors.
+    broker in a fresh temporary directory, stopped and deleted on exit, also on errors. The
+    embedded broker needs ``disk_bytes`` free there: a broker whose disk fills up stops, and
+    the run would hang on it rather than fail.
     """
     env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if env:
@@ -98,6 +105,13 @@ def bench_kafka() -> Iterator[str]:
         return
     from dagster_kafka_flinklike.local import EmbeddedKafka
 
+    free = shutil.disk_usage(tempfile.gettempdir()).free
+    if free < disk_bytes:
+        raise SystemExit(
+            f"The embedded broker needs about {disk_bytes / 2**30:.1f} GiB free in "
+            f"{tempfile.gettempdir()}, which has {free / 2**30:.1f} GiB: free some space, set "
+            f"TMPDIR to a larger disk, or lower BENCH_RECORDS."
+        )
     tmp = Path(tempfile.mkdtemp(prefix="dkf-bench-"))
     # Deleted topics free their disk after a second instead of a minute: a benchmark writes
     # gigabytes per topic and deletes each as soon as it is checked.

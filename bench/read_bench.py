@@ -463,7 +463,7 @@ def run() -> dict[str, Any]:
         "load_avg_1m_start": round(os.getloadavg()[0], 2),
     }
     sampler = common.RssSampler().start()
-    with common.bench_kafka() as bootstrap:
+    with common.bench_kafka(disk_bytes=records * common.RECORD_DISK_BYTES) as bootstrap:
         topic = common.create_topic(bootstrap, f"dkf-read-bench-{uuid.uuid4().hex[:8]}", partitions)
         try:
             common.log(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import statistics
 import time
 import uuid
 from collections.abc import Mapping
@@ -387,7 +388,9 @@ def run() -> dict[str, Any]:
         "partitions": partitions,
         "load_avg_1m_start": round(os.getloadavg()[0], 2),
     }
-    with common.bench_kafka() as bootstrap:
+    # Each topic is deleted once checked: at most the one being written, the one being checked
+    # and one whose files the broker is still removing.
+    with common.bench_kafka(disk_bytes=3 * records * common.RECORD_DISK_BYTES) as bootstrap:
         topics: list[str] = []
         try:
             summary.update(measure(bootstrap, records, partitions, repeats, sampler, topics))
@@ -574,6 +577,10 @@ def measure(
         for name, cpu in fastest.items()
     }
     rounds = list(zip(runs["raw"], runs["alo"], runs["eos"], strict=True))
+    paired = {
+        "alo_raw": [round(alo[0] / raw[0], 3) for raw, alo, _ in rounds],
+        "eos_alo": [round(eos[0] / alo[0], 3) for _, alo, eos in rounds],
+    }
     return {
         "raw_rps": round(best["raw"]),
         "alo_rps": round(best["alo"]),
@@ -587,10 +594,11 @@ def measure(
         "cpu_us_per_record_by_process": by_process,
         "jit_us_per_record": jit,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
-        "ratios_per_run": {
-            "alo_raw": [round(alo[0] / raw[0], 3) for raw, alo, _ in rounds],
-            "eos_alo": [round(eos[0] / alo[0], 3) for _, alo, eos in rounds],
-        },
+        "ratios_per_run": paired,
+        # Each round's three measurements ran back to back: their ratios are paired samples,
+        # steadier than the ratio of bests when the whole machine speeds up or slows down.
+        "ratio_alo_raw_median": statistics.median(paired["alo_raw"]),
+        "ratio_eos_alo_median": statistics.median(paired["eos_alo"]),
         "peak_rss_mb": max(rss["driver"], rss["spark_jvm"], rss["spark_python_workers"]),
         "rss_mb": rss,
         "producer_settings": shown,
@@ -610,9 +618,10 @@ def measure(
 def headline(summary: dict[str, Any]) -> str:
     """The summary's readable line."""
     return (
-        f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8), "
-        f"exactly-once {summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7); peak RSS "
-        f"{summary['peak_rss_mb']:.0f} MiB"
+        f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8; "
+        f"median of the rounds {summary['ratio_alo_raw_median']:.2f}x), exactly-once "
+        f"{summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7; median "
+        f"{summary['ratio_eos_alo_median']:.2f}x); peak RSS {summary['peak_rss_mb']:.0f} MiB"
     )
 
 
