@@ -195,22 +195,19 @@ class SparkRun:
 def timed_noop_write(spark: SparkSession, df: DataFrame) -> SparkRun:
     """Write ``df`` to the no-op sink: seconds, row count, and the CPU the Spark JVM and Python
     workers used meanwhile (and how much of the JVM's went to JIT compilation)."""
-    kinds = ("spark-jvm", "spark-python")
-    cpu_before = common.cpu_by_pid(kinds)
-    jvms = [pid for pid in cpu_before if common.process_kind(pid) == "spark-jvm"]
-    jit_before = {pid: common.jit_cpu(pid) for pid in jvms}
+    meter = common.CpuMeter()
     began = time.monotonic()
     df.write.format("noop").mode("overwrite").save()
     elapsed = time.monotonic() - began
-    jit = sum(common.jit_cpu(pid) - used for pid, used in jit_before.items())
-    cpu_after = common.cpu_by_pid(kinds)
-    by_kind = {"spark-jvm": 0.0, "spark-python": 0.0}
-    for pid, used in cpu_after.items():
-        kind = "spark-jvm" if pid in jit_before else "spark-python"
-        by_kind[kind] += used - cpu_before.get(pid, 0.0)
-    started = len(set(cpu_after) - set(cpu_before))
+    used, jit = meter.used(), meter.jit()
+    started = len(set(common.cpu_by_pid(("spark-python",))) - set(meter.before))
     return SparkRun(
-        elapsed, output_rows(spark), by_kind["spark-jvm"], jit, by_kind["spark-python"], started
+        elapsed,
+        output_rows(spark),
+        used["spark-jvm"],
+        jit["spark-jvm"],
+        used["spark-python"],
+        started,
     )
 
 
