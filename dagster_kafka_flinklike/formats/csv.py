@@ -155,8 +155,7 @@ def _decode(
 ) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
     from pyspark.sql import functions as F
 
-    for column in columns:
-        csv_column_types("csv", [column], "format")
+    csv_column_types("csv", columns, "format")
     settings = _settings(options)
     n = len(columns)
     if n == 0:
@@ -288,8 +287,7 @@ def encode(
     from pyspark.sql import functions as F
 
     settings = _settings(options)
-    for _, column in fields:
-        csv_column_types("csv", [column], "format")
+    csv_column_types("csv", [column for _, column in fields], "format")
     prepared = [(_encodable(source, c.flink_type, settings), c) for source, c in fields]
     literal = settings.get("null-literal") or ""
     if settings.get("quote-character") is None:
