@@ -9,8 +9,10 @@ from dagster_kafka_flinklike._worker import collector_paused
 from .test_package import fresh_python
 
 
-def test_the_worker_heap_is_frozen_once_per_process() -> None:
-    # In a fresh interpreter: the first call freezes what is alive, the second does nothing.
+def test_the_worker_heap_is_frozen_again_only_after_an_import() -> None:
+    # In a fresh interpreter: the first call freezes what is alive; without a new module the
+    # next call freezes nothing (objects made meanwhile stay collectable); after an import
+    # (a task's lazy imports) it freezes the module's objects too.
     code = (
         "import gc\n"
         "from dagster_kafka_flinklike._worker import settle_worker_heap\n"
@@ -19,9 +21,16 @@ def test_the_worker_heap_is_frozen_once_per_process() -> None:
         "frozen = gc.get_freeze_count()\n"
         "kept = [[i] for i in range(1000)]\n"
         "settle_worker_heap()\n"
-        "print(before, frozen > 1000, gc.get_freeze_count() == frozen)"
+        "same = gc.get_freeze_count() == frozen\n"
+        "del kept\n"
+        "import imaplib, mailbox\n"
+        "settle_worker_heap()\n"
+        "after_import = gc.get_freeze_count() - frozen\n"
+        "settle_worker_heap()\n"
+        "print(before, frozen > 1000, same, after_import > 1000, "
+        "gc.get_freeze_count() - frozen == after_import)"
     )
-    assert fresh_python(code).split() == ["0", "True", "True"]
+    assert fresh_python(code).split() == ["0", "True", "True", "True", "True"]
 
 
 def test_the_collector_is_paused_for_the_block_and_restored() -> None:
