@@ -402,6 +402,17 @@ def _jvm_pids() -> dict[int, str]:
     }
 
 
+def steal_seconds() -> float:
+    """CPU seconds the hypervisor gave to others while this machine's CPUs wanted to run, summed
+    over CPUs since boot (``steal`` in ``/proc/stat``; 0 where it is not reported)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 @dataclass
 class CpuMeter:
     """CPU seconds used since it was made, per process kind: this process (``driver``), the
@@ -416,6 +427,7 @@ class CpuMeter:
     jit_before: dict[int, float] = field(
         default_factory=lambda: {pid: jit_cpu(pid) for pid in _jvm_pids()}
     )
+    steal_before: float = field(default_factory=steal_seconds)
 
     def used(self) -> dict[str, float]:
         """Seconds per kind (``driver``, ``spark-jvm``, ``spark-python``, ``kafka-broker``)."""
@@ -434,6 +446,11 @@ class CpuMeter:
         for pid, kind in _jvm_pids().items():
             result[kind] += jit_cpu(pid) - self.jit_before.get(pid, 0.0)
         return result
+
+    def stolen(self) -> float:
+        """CPU seconds stolen from this virtual machine since the meter was made: time its
+        processes were ready to run but the host ran something else."""
+        return steal_seconds() - self.steal_before
 
 
 @dataclass

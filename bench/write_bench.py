@@ -93,6 +93,7 @@ def _raw_worker(
     go.wait()
     began = time.monotonic()
     cpu = time.process_time()  # this process's threads, librdkafka's included
+    stolen = common.steal_seconds()
     producer = Producer({**settings, "on_delivery": on_delivery})
     produce = producer.produce
     poll = producer.poll
@@ -115,6 +116,7 @@ def _raw_worker(
         {
             "seconds": elapsed,
             "cpu": time.process_time() - cpu,
+            "stolen": common.steal_seconds() - stolen,
             "delivered": delivered[0],
             "failed": len(failed) + left,
             "error": failed[0] if failed else (f"{left} record(s) unflushed" if left else None),
@@ -123,8 +125,11 @@ def _raw_worker(
     )
 
 
-def raw_loop(settings: Mapping[str, Any], topic: str, records: int) -> tuple[float, float, float]:
-    """Seconds, CPU seconds and peak RSS of one raw-loop process producing ``records`` records.
+def raw_loop(
+    settings: Mapping[str, Any], topic: str, records: int
+) -> tuple[float, float, float, float]:
+    """Seconds, CPU seconds, peak RSS and the machine's stolen CPU seconds (while it produced)
+    of one raw-loop process producing ``records`` records.
 
     The process builds its pairs first and is released once ready, so neither interpreter
     start-up nor pair building is timed.
@@ -150,7 +155,7 @@ def raw_loop(settings: Mapping[str, Any], topic: str, records: int) -> tuple[flo
             f"raw loop to {topic}: {outcome['delivered']} of {records} records delivered, "
             f"{outcome['failed']} failed (first error: {outcome['error']})"
         )
-    return outcome["seconds"], outcome["cpu"], outcome["rss_mb"]
+    return outcome["seconds"], outcome["cpu"], outcome["rss_mb"], outcome["stolen"]
 
 
 def _from_child(queue: Any, proc: Any, topic: str) -> Any:
@@ -256,19 +261,26 @@ def producer_properties() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Cpu:
-    """CPU seconds of one measurement by process kind, and of them the JVMs' JIT compilers'."""
+    """CPU seconds of one measurement by process kind, of them the JVMs' JIT compilers', and
+    the seconds the host stole from the machine's CPUs meanwhile."""
 
     by_kind: dict[str, float]
     jit: dict[str, float]
+    stolen: float
 
     @classmethod
     def of(cls, meter: common.CpuMeter) -> Cpu:
         """What ``meter`` counted since it was made."""
-        return cls(meter.used(), meter.jit())
+        return cls(meter.used(), meter.jit(), meter.stolen())
 
     def sink(self) -> float:
         """Seconds without the broker's: what ``cpu_us_per_record`` counts."""
         return sum(used for kind, used in self.by_kind.items() if kind != "kafka-broker")
+
+
+def stolen_share(cpu: Cpu, seconds: float) -> float:
+    """The share of all CPUs' time over ``seconds`` that the host stole during a measurement."""
+    return cpu.stolen / (seconds * (os.cpu_count() or 1))
 
 
 def jvm_heap_used_mb(spark: SparkSession) -> float:
@@ -476,7 +488,7 @@ def measure(
     broker_warm = max(WARM_RECORDS, records // BROKER_WARM_SHARE)
     meter = common.CpuMeter()
     topic = new_topic("warm-broker")
-    seconds, _, _ = raw_loop(settings, topic, broker_warm)
+    seconds, _, _, _ = raw_loop(settings, topic, broker_warm)
     check_and_drop(topic, broker_warm, committed=False)
     common.log(
         f"broker: warmed up by an untimed raw loop of {broker_warm:,} records "
@@ -504,7 +516,8 @@ def measure(
         common.log(
             f"{label}: {records / seconds:,.0f} records/s ({seconds:.1f}s, "
             f"{cpu.sink() / records * 1e6:.2f} CPU µs/record; by process: {parts}; "
-            f"of which JIT compilers: {jit})"
+            f"of which JIT compilers: {jit}; stolen by the host: "
+            f"{stolen_share(cpu, seconds):.1%} of the CPUs)"
         )
 
     for attempt in range(1, repeats + 1):
@@ -512,12 +525,12 @@ def measure(
 
         topic = new_topic("raw")
         meter = common.CpuMeter()
-        seconds, loop_cpu, loop_rss = raw_loop(settings, topic, records)
+        seconds, loop_cpu, loop_rss, stolen = raw_loop(settings, topic, records)
         broker = Cpu.of(meter)
         raw_rss = max(raw_rss, loop_rss)
         check_and_drop(topic, records, committed=False)
         raw_cpu = {"raw-loop": loop_cpu, "kafka-broker": broker.by_kind["kafka-broker"]}
-        record("raw", f"raw loop, 1 process{tag}", seconds, Cpu(raw_cpu, broker.jit))
+        record("raw", f"raw loop, 1 process{tag}", seconds, Cpu(raw_cpu, broker.jit, stolen))
 
         warm_up("alo")
         topic = new_topic("alo")
@@ -594,6 +607,12 @@ def measure(
         "cpu_us_per_record_by_process": by_process,
         "jit_us_per_record": jit,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
+        # Of each repeat's elapsed CPU time (all CPUs), the share the host ran something else
+        # while this machine's processes were ready: slow rounds with a high share were starved.
+        "stolen_share_per_run": {
+            name: [round(stolen_share(r[2], r[1]), 3) for r in results]
+            for name, results in runs.items()
+        },
         "ratios_per_run": paired,
         # Each round's three measurements ran back to back: their ratios are paired samples,
         # steadier than the ratio of bests when the whole machine speeds up or slows down.
