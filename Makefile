@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: env demo test lint bench bench-read bench-write ui clean
+.PHONY: env demo test lint bench bench-read bench-write bench-sensor ui clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,13 +27,16 @@ lint: env
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: bench-read bench-write
+bench: bench-read bench-write bench-sensor
 
 bench-read: env
 	$(BIN)/python bench/read_bench.py
 
 bench-write: env
 	$(BIN)/python bench/write_bench.py
+
+bench-sensor: env
+	$(BIN)/python bench/sensor_bench.py
 
 ui: env
 	DAGSTER_HOME=$(CURDIR)/.local/dagster_home $(BIN)/dagster dev -w workspace.yaml

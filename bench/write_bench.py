@@ -215,24 +215,24 @@ def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame
     )
 
 
-def timed_alo(df: DataFrame, topic: str, properties: Mapping[str, str]) -> tuple[float, Cpu, Any]:
+def timed_alo(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[float, Cpu, Any]:
     """Seconds and CPU seconds by process kind of one at-least-once :func:`write`, its result."""
     from dagster_kafka_flinklike.options import DeliveryGuarantee
     from dagster_kafka_flinklike.sink.writer import write
 
     meter = common.CpuMeter()
     began = time.monotonic()
-    result = write(df, topic, properties, DeliveryGuarantee.AT_LEAST_ONCE)
+    result = write(df, topic, client, DeliveryGuarantee.AT_LEAST_ONCE)
     seconds = time.monotonic() - began
     return seconds, Cpu.of(meter), result
 
 
-def timed_eos(df: DataFrame, topic: str, properties: Mapping[str, str]) -> tuple[float, Cpu, Any]:
+def timed_eos(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[float, Cpu, Any]:
     """Seconds and CPU seconds by process kind of one exactly-once write (begin, write,
     commit), and its result."""
     from dagster_kafka_flinklike.sink.transactional import TransactionalSink
 
-    sink = TransactionalSink(topic, properties, TRANSACTIONAL_ID)
+    sink = TransactionalSink(topic, client, TRANSACTIONAL_ID)
     try:
         meter = common.CpuMeter()
         began = time.monotonic()
@@ -423,20 +423,22 @@ def measure(
 
     Every topic created is appended to ``topics`` (for cleanup).
     """
-    from dagster_kafka_flinklike.options import DeliveryGuarantee
+    from dagster_kafka_flinklike.options import DeliveryGuarantee, client_config
     from dagster_kafka_flinklike.sink.transactional import (
         broker_max_transaction_timeout_ms,
         transaction_timeout_ms,
     )
     from dagster_kafka_flinklike.sink.writer import producer_config
+    from dagster_kafka_flinklike.source._admin import KafkaAdmin
 
     properties = {**producer_properties(), "bootstrap.servers": bootstrap}
-    settings = producer_config(properties, DeliveryGuarantee.AT_LEAST_ONCE)
+    client = client_config(properties, role="producer")
+    settings = producer_config(client, DeliveryGuarantee.AT_LEAST_ONCE)
     shown = {k: v for k, v in settings.items() if k != "bootstrap.servers"}
-    eos_settings = producer_config(properties, DeliveryGuarantee.EXACTLY_ONCE)
+    eos_settings = producer_config(client, DeliveryGuarantee.EXACTLY_ONCE)
     eos_shown = {k: v for k, v in eos_settings.items() if k != "bootstrap.servers"}
     eos_timeout_ms = transaction_timeout_ms(
-        properties, broker_max_transaction_timeout_ms(properties)
+        client, broker_max_transaction_timeout_ms(KafkaAdmin(properties))
     )
     common.log(f"producer settings (raw loop and at-least-once sink): {shown}")
 
@@ -480,7 +482,7 @@ def measure(
         worker spends seconds importing the library: that belongs to no throughput figure.
         """
         topic = new_topic(f"warm-{kind}")
-        (timed_alo if kind == "alo" else timed_eos)(warm, topic, properties)
+        (timed_alo if kind == "alo" else timed_eos)(warm, topic, client)
         check_and_drop(topic, warm_records, committed=kind == "eos")
 
     # The broker's JVM compiles its produce path over the first millions of records: without
@@ -534,7 +536,7 @@ def measure(
 
         warm_up("alo")
         topic = new_topic("alo")
-        seconds, cpu, result = timed_alo(df, topic, properties)
+        seconds, cpu, result = timed_alo(df, topic, client)
         if result.records != records or result.failed:
             raise RuntimeError(
                 f"at-least-once sink reported {result.records} records, {result.failed} failed"
@@ -544,7 +546,7 @@ def measure(
 
         warm_up("eos")
         topic = new_topic("eos")
-        seconds, cpu, result = timed_eos(df, topic, properties)
+        seconds, cpu, result = timed_eos(df, topic, client)
         if result.records != records:
             raise RuntimeError(f"exactly-once sink reported {result.records} records")
         check_and_drop(topic, records, committed=True)

@@ -15,12 +15,22 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .assets import kafka_streaming_asset
+    from .asset_decorator import kafka_streaming_asset
+    from .checks import (
+        ConsumerLagCheck,
+        DirtyDataCheck,
+        HangingTransactionsCheck,
+        KafkaAssetCheck,
+        TransactionTimeoutCheck,
+        build_kafka_asset_checks,
+    )
     from .errors import (
         DeliveryError,
         DeserializationError,
         EmbeddedKafkaError,
+        KafkaClientError,
         KafkaConnectorError,
+        KafkaErrorKind,
         KafkaOptionsError,
         OffsetsError,
         TransactionError,
@@ -35,6 +45,12 @@ if TYPE_CHECKING:  # pragma: no cover
         ValueFieldsInclude,
     )
     from .resources import KafkaResource
+    from .run import StreamingRun
+    from .sensors import (
+        build_kafka_discovery_sensor,
+        build_kafka_discovery_sensors,
+        build_kafka_new_data_sensor,
+    )
     from .spark import SparkResource
     from .state import OffsetsCheckpoint
 
@@ -42,11 +58,17 @@ if TYPE_CHECKING:  # pragma: no cover
 _EXPORTS = {
     "BoundedMode": ".options",
     "Column": ".options",
+    "ConsumerLagCheck": ".checks",
     "DeliveryError": ".errors",
     "DeliveryGuarantee": ".options",
     "DeserializationError": ".errors",
+    "DirtyDataCheck": ".checks",
     "EmbeddedKafkaError": ".errors",
+    "HangingTransactionsCheck": ".checks",
+    "KafkaAssetCheck": ".checks",
+    "KafkaClientError": ".errors",
     "KafkaConnectorError": ".errors",
+    "KafkaErrorKind": ".errors",
     "KafkaIOManager": ".io_manager",
     "KafkaOptionsError": ".errors",
     "KafkaResource": ".resources",
@@ -55,20 +77,32 @@ _EXPORTS = {
     "OffsetsError": ".errors",
     "SparkResource": ".spark",
     "StartupMode": ".options",
+    "StreamingRun": ".run",
     "TransactionError": ".errors",
+    "TransactionTimeoutCheck": ".checks",
     "ValueFieldsInclude": ".options",
-    "kafka_streaming_asset": ".assets",
+    "build_kafka_asset_checks": ".checks",
+    "build_kafka_discovery_sensor": ".sensors",
+    "build_kafka_discovery_sensors": ".sensors",
+    "build_kafka_new_data_sensor": ".sensors",
+    "kafka_streaming_asset": ".asset_decorator",
     "kafka_table_metadata": ".io_manager",
 }
 
 __all__ = [
     "BoundedMode",
     "Column",
+    "ConsumerLagCheck",
     "DeliveryError",
     "DeliveryGuarantee",
     "DeserializationError",
+    "DirtyDataCheck",
     "EmbeddedKafkaError",
+    "HangingTransactionsCheck",
+    "KafkaAssetCheck",
+    "KafkaClientError",
     "KafkaConnectorError",
+    "KafkaErrorKind",
     "KafkaIOManager",
     "KafkaOptionsError",
     "KafkaResource",
@@ -77,9 +111,15 @@ __all__ = [
     "OffsetsError",
     "SparkResource",
     "StartupMode",
+    "StreamingRun",
     "TransactionError",
+    "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",
+    "build_kafka_asset_checks",
+    "build_kafka_discovery_sensor",
+    "build_kafka_discovery_sensors",
+    "build_kafka_new_data_sensor",
     "kafka_streaming_asset",
     "kafka_table_metadata",
 ]

@@ -6,6 +6,9 @@ callers can catch the connector's own failures without also catching unrelated b
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Any
+
 
 class KafkaConnectorError(Exception):
     """Base class of every error raised on purpose by ``dagster_kafka_flinklike``.
@@ -100,3 +103,114 @@ class FlinkSqlError(KafkaOptionsError):
         super().__init__(f"line {line}, column {column}: {message}", keys=keys)
         self.line = line
         self.column = column
+
+
+class KafkaErrorKind(StrEnum):
+    """What the connector does about a Kafka client error (see :func:`classify_kafka_error`).
+
+    Example:
+        >>> KafkaErrorKind.RETRIABLE.value
+        'retriable'
+    """
+
+    #: Passes with time (leader election, coordinator loading, a timeout): retry the call.
+    RETRIABLE = "retriable"
+    #: A newer producer with the same ``transactional.id`` (or the broker, after the
+    #: transaction timeout) bumped the epoch: this producer must stop; nothing it sent commits.
+    FENCED = "fenced"
+    #: The transaction must be aborted; the run fails and a later run reads the same offsets.
+    ABORTABLE = "abortable"
+    #: The client is unusable (librdkafka raised a fatal error): close it and fail.
+    FATAL = "fatal"
+    #: Fails the same way again (configuration, authorization, a missing topic): fail now.
+    PERMANENT = "permanent"
+
+
+#: Error codes that pass with time although librdkafka may not flag them retriable.
+_WAIT_CODES = frozenset(
+    {
+        "UNSTABLE_OFFSET_COMMIT",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_FOR_PARTITION",
+        "REQUEST_TIMED_OUT",
+        "CONCURRENT_TRANSACTIONS",
+        "_TIMED_OUT",
+        "_TRANSPORT",
+        "_ALL_BROKERS_DOWN",
+        "_WAIT_COORD",
+    }
+)
+#: Error codes of a producer whose epoch was bumped.
+_FENCED_CODES = frozenset(
+    {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED", "TRANSACTION_COORDINATOR_FENCED"}
+)
+
+
+def kafka_error_of(error: object) -> Any:
+    """The confluent-kafka ``KafkaError`` carried by ``error``, or None.
+
+    ``error`` may be a ``KafkaError``, a ``KafkaException`` (its first argument), or any
+    exception whose chain of causes holds one (Spark and confluent-kafka wrap them).
+    """
+    seen = 0
+    current: object = error
+    while current is not None and seen < 10:
+        if hasattr(current, "code") and hasattr(current, "retriable"):
+            return current
+        args = getattr(current, "args", ())
+        if args and hasattr(args[0], "code") and hasattr(args[0], "retriable"):
+            return args[0]
+        if not isinstance(current, BaseException):
+            return None
+        current, seen = current.__cause__ or current.__context__, seen + 1
+    return None
+
+
+def classify_kafka_error(error: object) -> KafkaErrorKind | None:
+    """How to handle a Kafka client error, by its error code and librdkafka's own flags.
+
+    The one classifier of the connector: the admin calls, the writers and the transactional
+    path all decide retry / abort / fail through it, never by matching message text. None when
+    ``error`` carries no ``KafkaError``.
+
+    Example:
+        >>> from confluent_kafka import KafkaError
+        >>> classify_kafka_error(KafkaError(KafkaError.PRODUCER_FENCED))
+        <KafkaErrorKind.FENCED: 'fenced'>
+        >>> classify_kafka_error(KafkaError(KafkaError.NOT_COORDINATOR))
+        <KafkaErrorKind.RETRIABLE: 'retriable'>
+    """
+    found = kafka_error_of(error)
+    if found is None:
+        return None
+    name = found.name()
+    if name in _FENCED_CODES:
+        return KafkaErrorKind.FENCED
+    if found.fatal():
+        return KafkaErrorKind.FATAL
+    if found.txn_requires_abort():
+        return KafkaErrorKind.ABORTABLE
+    if found.retriable() or name in _WAIT_CODES:
+        return KafkaErrorKind.RETRIABLE
+    return KafkaErrorKind.PERMANENT
+
+
+class KafkaClientError(KafkaConnectorError):
+    """A Kafka request failed (after the retries its kind allows): the cluster is unreachable,
+    a request timed out, or the broker refused it.
+
+    ``kind`` says what kind of failure it was (:func:`classify_kafka_error`), ``kafka_error``
+    carries confluent-kafka's original error when there is one.
+
+    Example:
+        >>> KafkaClientError("Could not read the cluster's metadata").kind is None
+        True
+    """
+
+    def __init__(self, message: str, cause: object = None) -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error_of(cause) if cause is not None else None
+        self.kind = classify_kafka_error(cause) if cause is not None else None

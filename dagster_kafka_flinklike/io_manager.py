@@ -26,12 +26,13 @@ from pydantic import Field, PrivateAttr, field_validator
 from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import KafkaTableSpec, is_secret
 from .resources import KafkaResource
+from .run import metrics as m
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import InitResourceContext
     from pyspark.sql import DataFrame, SparkSession
 
-    from ._runner import KafkaRun
+    from .run import StreamingRun
     from .sink.writer import WriteResult
 
 #: The definition-metadata key that holds an asset's Kafka table declaration.
@@ -47,21 +48,6 @@ _WINDOW_REPLACED = (
     "scan.bounded.mode",
     "scan.bounded.specific-offsets",
     "scan.bounded.timestamp-millis",
-)
-
-
-#: The write metrics an output records; the transaction's only under exactly-once.
-_OUTPUT_METRICS = (
-    "numRecordsOut",
-    "numBytesOut",
-    "numRecordsOutPerSecond",
-    "currentSendTime",
-    "numRecordsOutErrors",
-    "transactionalId",
-    "producerId",
-    "producerEpoch",
-    "transactionDurationMs",
-    "commitAttempts",
 )
 
 
@@ -252,7 +238,7 @@ class KafkaIOManager(ConfigurableIOManager):
         gt=0,
         description="Offset ranges larger than this are read by several Spark tasks.",
     )
-    _runs: list[KafkaRun] = PrivateAttr(default_factory=list)
+    _runs: list[StreamingRun] = PrivateAttr(default_factory=list)
 
     @field_validator("pyspark")
     @classmethod
@@ -267,12 +253,12 @@ class KafkaIOManager(ConfigurableIOManager):
     def _spark_session(self) -> SparkSession:
         return self.pyspark.spark_session  # type: ignore[attr-defined,no-any-return]
 
-    def _run(self, log: Any, **kwargs: Any) -> KafkaRun:
-        from ._runner import KafkaRun
+    def _run(self, log: Any, **kwargs: Any) -> StreamingRun:
+        from .run import StreamingRun
 
-        return KafkaRun(
+        return StreamingRun(
             spark=self._spark_session(),
-            properties_for=self.kafka.client_properties,
+            defaults=self.kafka.connection_defaults(),
             checkpoint=None,
             max_records_per_split=self.max_records_per_split,
             log=log,
@@ -302,7 +288,7 @@ class KafkaIOManager(ConfigurableIOManager):
         self._runs.append(run)
         frame = _declared_columns(run.read(asset, spec), spec)
         metrics = run.metadata()
-        offsets = metrics.pop("offsets")
+        offsets = metrics.pop(m.OFFSETS)
         plan = run.sources[asset].plan
         planned = {
             f"{topic}-{partition}": [start, plan.stops[(topic, partition)]]
@@ -310,12 +296,13 @@ class KafkaIOManager(ConfigurableIOManager):
         }
         context.log.info(
             f"Kafka table of asset {asset!r}{window}: planned [start, stop) offsets {planned}; "
-            f"{metrics['numRecordsIn']} record(s) read, {metrics['dirtyRecords']} dirty."
+            f"{metrics[m.NUM_RECORDS_IN.name]} record(s) read, "
+            f"{metrics[m.DIRTY_RECORDS.name]} dirty."
         )
         if not context.has_asset_partitions or len(context.asset_partition_keys) == 1:
             # Dagster attaches input metadata to an observation of one partition at most.
             context.add_input_metadata(
-                {**metrics, "offsets": MetadataValue.json(offsets)},
+                {**metrics, m.OFFSETS: MetadataValue.json(offsets)},
                 description=f"Kafka offsets read{window}",
             )
         return frame
@@ -335,7 +322,8 @@ class KafkaIOManager(ConfigurableIOManager):
         finally:
             run.close()
         metrics = run.metadata()
-        out: dict[str, Any] = {key: metrics[key] for key in _OUTPUT_METRICS if key in metrics}
+        names = [metric.name for metric in m.OUTPUT_METRICS]
+        out: dict[str, Any] = {key: metrics[key] for key in names if key in metrics}
         out["topic"] = spec.topics[0]
         out["sink.delivery-guarantee"] = spec.delivery_guarantee.value
         if result.first_error:
@@ -348,7 +336,7 @@ class KafkaIOManager(ConfigurableIOManager):
         context.log.info(f"Wrote asset {asset!r} to Kafka: {out}")
         context.add_output_metadata(out)
 
-    def _write(self, run: KafkaRun, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
+    def _write(self, run: StreamingRun, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
         """The one place output reaches Kafka, with the table's ``sink.delivery-guarantee``.
 
         ``none`` and ``at-least-once`` go through the writer tasks. For ``exactly-once``,

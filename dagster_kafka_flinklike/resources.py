@@ -7,8 +7,8 @@ import os
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from .errors import KafkaOptionsError
 from .options import KafkaTableSpec, redact
+from .run.tables import ResolvedTable, merge_properties, resolve_table
 
 
 class KafkaResource(ConfigurableResource):
@@ -34,24 +34,31 @@ class KafkaResource(ConfigurableResource):
         "to every table unless the table sets them itself.",
     )
 
+    def connection_defaults(self) -> dict[str, str]:
+        """The client properties every table gets unless it sets them: ``properties`` plus
+        ``bootstrap.servers`` (``bootstrap_servers``, else :meth:`default_bootstrap_servers`)."""
+        defaults = dict(self.properties)
+        servers = self.bootstrap_servers or self.default_bootstrap_servers()
+        if servers:
+            defaults["bootstrap.servers"] = servers
+        return defaults
+
     def client_properties(self, spec: KafkaTableSpec) -> dict[str, str]:
         """The effective client properties of ``spec``: resource defaults, then the table's own.
 
         Raises:
             KafkaOptionsError: neither the table nor the resource names bootstrap servers.
         """
-        merged = dict(self.properties)
-        servers = self.bootstrap_servers or self.default_bootstrap_servers()
-        if servers:
-            merged["bootstrap.servers"] = servers
-        merged.update(spec.properties)
-        if not merged.get("bootstrap.servers"):
-            raise KafkaOptionsError(
-                f"Table {spec.name or ''!r} has no 'properties.bootstrap.servers' and the "
-                f"KafkaResource sets no bootstrap_servers (nor is $KAFKA_BOOTSTRAP_SERVERS set).",
-                keys=("properties.bootstrap.servers",),
-            )
-        return merged
+        return merge_properties(spec, self.connection_defaults())
+
+    def resolve(self, spec: KafkaTableSpec, name: str | None = None) -> ResolvedTable:
+        """``spec`` resolved against this connection: merged properties, per-role client
+        settings, group id (see :class:`~dagster_kafka_flinklike.run.ResolvedTable`).
+
+        Raises:
+            KafkaOptionsError: no bootstrap servers, or a client setting librdkafka rejects.
+        """
+        return resolve_table(spec, self.connection_defaults(), name)
 
     def default_bootstrap_servers(self) -> str | None:
         """Servers used when ``bootstrap_servers`` is unset: ``$KAFKA_BOOTSTRAP_SERVERS``.

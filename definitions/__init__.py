@@ -1,23 +1,51 @@
 """Example code location: orders in Kafka → per-channel revenue in Kafka, computed by Spark.
 
+It shows the Dagster side of the connector on one pipeline: the streaming asset with its four
+Kafka checks (dirty data, transaction timeout, hanging transactions, consumer lag), a scheduled
+job that runs the checks alone, and the partition-discovery and new-data sensors.
+
 Load it with ``dagster dev -w workspace.yaml``. It talks to ``$KAFKA_BOOTSTRAP_SERVERS`` or, when
 unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka start``.
 """
 
 import os
+from datetime import timedelta
 
-from dagster import Definitions
+from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dagster_kafka_flinklike import KafkaResource, SparkResource, kafka_streaming_asset
+from dagster_kafka_flinklike import (
+    ConsumerLagCheck,
+    DirtyDataCheck,
+    HangingTransactionsCheck,
+    KafkaResource,
+    SparkResource,
+    TransactionTimeoutCheck,
+    build_kafka_discovery_sensors,
+    build_kafka_new_data_sensor,
+    kafka_streaming_asset,
+)
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
 from dagster_kafka_flinklike.spark import local_spark_config
 
 from .tables import CHANNEL_REVENUE, ORDERS
 
 
-@kafka_streaming_asset(sources={"orders": ORDERS}, sink=CHANNEL_REVENUE, group_name="orders")
+@kafka_streaming_asset(
+    sources={"orders": ORDERS},
+    sink=CHANNEL_REVENUE,
+    group_name="orders",
+    checks=[
+        # More than 5% malformed orders: the check fails and blocks downstream assets.
+        DirtyDataCheck(max_ratio=0.05, blocking=True),
+        TransactionTimeoutCheck(),
+        HangingTransactionsCheck(),
+        ConsumerLagCheck(
+            max_pending_records=10_000, max_pending_age=timedelta(minutes=30), severity="WARN"
+        ),
+    ],
+)
 def channel_revenue(context, orders: DataFrame) -> DataFrame:
     """Per order channel: how many orders this run read and their revenue (sum of real_pay)."""
     return orders.groupBy("order_channel").agg(
@@ -41,8 +69,21 @@ def spark_config() -> dict:
     return config
 
 
+#: The checks alone (no data read): lag and transaction health between runs.
+kafka_health = define_asset_job(
+    "kafka_health", selection=AssetSelection.checks_for_assets(channel_revenue)
+)
+
 defs = Definitions(
     assets=[channel_revenue],
+    jobs=[kafka_health],
+    schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],
+    sensors=[
+        *build_kafka_discovery_sensors([channel_revenue]),
+        build_kafka_new_data_sensor(
+            channel_revenue, min_pending_records=500, max_pending_age=timedelta(minutes=5)
+        ),
+    ],
     resources={
         "kafka": ExampleKafkaResource(),
         "pyspark": SparkResource(spark_config=spark_config()),

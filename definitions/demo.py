@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 BATCH_SIZE = int(os.environ.get("DEMO_BATCH_SIZE", "500"))
+#: Malformed orders in every batch: the source skips and counts them (dirty data).
+DIRTY_PER_BATCH = 3
 TOPICS = {"orders": 3, "channel_revenue": 3}
 
 
@@ -72,11 +74,13 @@ def _produce_batch(bootstrap: str) -> tuple[int, int]:
         )
     finally:
         probe.close()
-    batch = existing // BATCH_SIZE
+    batch = existing // (BATCH_SIZE + DIRTY_PER_BATCH)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for order in generate_orders(batch, BATCH_SIZE):
         key, value = encode_order(order)
         producer.produce("orders", value, key)
+    for n in range(DIRTY_PER_BATCH):
+        producer.produce("orders", b'{"order_id": "broken', f"dirty-{batch}-{n}".encode())
     if producer.flush(60):
         raise SystemExit("could not deliver the demo orders to Kafka")
     return batch, BATCH_SIZE
@@ -99,7 +103,10 @@ def main() -> int:
     print(f"Kafka: {bootstrap} ({'embedded broker' if embedded else 'KAFKA_BOOTSTRAP_SERVERS'})")
     _ensure_topics(bootstrap)
     batch, produced = _produce_batch(bootstrap)
-    print(f"produced batch {batch}: {produced} orders to topic 'orders'")
+    print(
+        f"produced batch {batch}: {produced} orders and {DIRTY_PER_BATCH} malformed records to "
+        f"topic 'orders'"
+    )
 
     from dagster import DagsterInstance, materialize
 
@@ -117,10 +124,13 @@ def main() -> int:
         for k, v in result.asset_materializations_for_node("channel_revenue")[0].metadata.items()
     }
     print(f"channel_revenue materialized (run {result.run_id}):")
-    print(f"  orders read      {metadata['numRecordsIn']}")
+    print(f"  orders read      {metadata['numRecordsIn'] - metadata['dirtyRecords']}")
     print(f"  records written  {metadata['numRecordsOut']} (one per order channel, topic "
           f"'channel_revenue')")  # fmt: skip
-    print(f"  dirty records    {metadata['dirtyRecords']}")
+    print(f"  dirty records    {metadata['dirtyRecords']} (skipped: 'ingestion.ignore-errors')")
+    for check in result.get_asset_check_evaluations():
+        outcome = "passed" if check.passed else f"failed ({check.severity.value})"
+        print(f"  check {check.check_name:<26} {outcome}: {check.description}")
     for name, offsets in metadata["offsets"].items():
         print(f"  offsets {name}: {offsets['start']} -> {offsets['end']}")
     print(f"  checkpoint       {json.dumps(metadata['kafka_checkpoint']['sources'])}")

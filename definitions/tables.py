@@ -13,7 +13,12 @@ ORDERS = KafkaTableSpec.from_options(
         "topic": "orders",
         "properties.group.id": "channel_revenue",
         "scan.startup.mode": "earliest-offset",
+        # Flink's default: look for new partitions every 5 minutes (the discovery sensor).
+        "scan.topic-partition-discovery.interval": "5 min",
         "format": "json",
+        # Some producers send malformed orders: skip and count them, up to 50 per run.
+        "ingestion.ignore-errors": "true",
+        "ingestion.error-tolerance.max-count": "50",
     },
     columns=ORDER_COLUMNS,
     role="source",
@@ -27,7 +32,9 @@ CHANNEL_REVENUE = KafkaTableSpec.from_options(
         "key.format": "raw",
         "key.fields": "order_channel",
         "value.format": "json",
-        "sink.delivery-guarantee": "at-least-once",
+        # Output and the orders' offsets commit in one Kafka transaction.
+        "sink.delivery-guarantee": "exactly-once",
+        "sink.transactional-id-prefix": "channel-revenue",
     },
     columns=[
         {"name": "order_channel", "type": "STRING"},

@@ -45,6 +45,28 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         broker.stop()
 
 
+#: ``transaction.max.timeout.ms`` of the small-timeout broker (:func:`small_broker`).
+SMALL_MAX_TIMEOUT_MS = 6000
+
+
+@pytest.fixture(scope="session")
+def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafka]:
+    """A second embedded broker whose brokers allow transactions of at most
+    :data:`SMALL_MAX_TIMEOUT_MS` and abort timed-out ones within a second (started once)."""
+    broker = EmbeddedKafka(
+        Path(tmp_path_factory.mktemp("kafka-small-txn")),
+        extra_properties={
+            "transaction.max.timeout.ms": str(SMALL_MAX_TIMEOUT_MS),
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        },
+    )
+    broker.start(timeout=180)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
 @pytest.fixture
 def admin(kafka_bootstrap: str) -> AdminClient:
     """A confluent-kafka AdminClient connected to the session's broker."""

@@ -16,8 +16,11 @@ from ._ddl import (
 )
 from ._docs import render_options_reference
 from ._formats import FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
+from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
 from ._metadata import METADATA, MetadataKey
-from ._properties import client_config, is_secret, redact, translate_properties
+from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
+from ._partitioner import check_partitioner_option, load_partitioner
+from ._properties import client_config, is_secret, redact, role_config, translate_properties
 from ._spec import KafkaTableSpec, parse_specific_offsets
 from ._table import (
     OPTIONS,
@@ -31,6 +34,7 @@ from ._table import (
 from ._types import Column, FlinkType, parse_flink_type, spark_type, struct_type
 
 __all__ = [
+    "BUILT_IN_PARTITIONERS",
     "FORMAT_OPTIONS",
     "METADATA",
     "OPTIONS",
@@ -44,6 +48,8 @@ __all__ = [
     "FlinkSqlError",
     "FlinkType",
     "FormatSpec",
+    "HeaderCondition",
+    "HeaderFilter",
     "InsertInto",
     "KafkaOptionsError",
     "KafkaTableSpec",
@@ -53,14 +59,18 @@ __all__ = [
     "Statement",
     "ValueFieldsInclude",
     "Watermark",
+    "check_partitioner_option",
     "client_config",
     "is_secret",
+    "load_partitioner",
     "parse_duration_ms",
     "parse_flink_sql",
     "parse_flink_type",
+    "parse_header_filter",
     "parse_specific_offsets",
     "redact",
     "render_options_reference",
+    "role_config",
     "spark_type",
     "struct_type",
     "translate_properties",

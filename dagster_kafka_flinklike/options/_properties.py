@@ -44,10 +44,12 @@ CONNECTOR_OWNED: dict[str, str] = {
 # Properties of Flink's KafkaSource/KafkaSink (not of the Kafka client): kept in the spec's
 # ``properties`` for the connector, never passed to librdkafka.
 CONNECTOR_PROPERTIES: dict[str, str] = {
-    "client.id.prefix": "prefix of the client ids of the connector's clients",
-    "partition.discovery.interval.ms": "use 'scan.topic-partition-discovery.interval'",
-    "flink.partition-discovery.interval-millis": "use 'scan.topic-partition-discovery.interval'",
-    "commit.offsets.on.checkpoint": "commit offsets to the consumer group after each run",
+    "client.id.prefix": "client ids '<prefix>-reader', '<prefix>-writer', '<prefix>-admin'",
+    "partition.discovery.interval.ms": "same as 'scan.topic-partition-discovery.interval' (ms)",
+    "flink.partition-discovery.interval-millis": "same as "
+    "'scan.topic-partition-discovery.interval' (ms)",
+    "commit.offsets.on.checkpoint": "commit offsets to the consumer group after each run "
+    "(default true; false is refused under an exactly-once sink)",
     "register.consumer.metrics": "no effect: run metrics go to materialization metadata",
     "register.producer.metrics": "no effect: run metrics go to materialization metadata",
 }
@@ -250,15 +252,35 @@ def client_config(
     if role not in _ROLE_SCOPES:
         raise KafkaOptionsError(f"role must be consumer, producer or admin, got {role!r}.")
     translated = translate_properties(properties, key_prefix=key_prefix)
-    scopes = _ROLE_SCOPES[role]
     # Booleans as Python bools: confluent-kafka reads some of them itself
     # (``delivery.report.only.error``) and refuses the string 'true'.
-    config: dict[str, Any] = {
-        k: (v.strip().lower() == "true" if LIBRDKAFKA_PROPERTIES[k][1] == "bool" else v)
-        for k, v in translated.items()
-        if LIBRDKAFKA_PROPERTIES[k][0] in scopes
-    }
+    config = role_config(
+        {
+            k: (v.strip().lower() == "true" if LIBRDKAFKA_PROPERTIES[k][1] == "bool" else v)
+            for k, v in translated.items()
+        },
+        role,
+    )
     if role == "consumer":
         config.update(_CONSUMER_OWNED)
         config.setdefault("isolation.level", "read_committed")
     return config
+
+
+def role_config(config: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """The part of librdkafka settings ``config`` that applies to a ``role`` client.
+
+    Lets one client's settings build another role's client for the same cluster (e.g. an
+    admin client from a producer's settings) without librdkafka warning about settings the
+    other role ignores. Settings librdkafka does not list are left out.
+
+    Example:
+        >>> role_config({"bootstrap.servers": "b:9092", "linger.ms": 5}, "admin")
+        {'bootstrap.servers': 'b:9092'}
+    """
+    scopes = _ROLE_SCOPES[role]
+    return {
+        k: v
+        for k, v in config.items()
+        if k in LIBRDKAFKA_PROPERTIES and LIBRDKAFKA_PROPERTIES[k][0] in scopes
+    }

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import KafkaOptionsError
+from ._header_filter import parse_header_filter
+from ._partitioner import check_partitioner_option
 from ._table import (
     KAFKA,
     OPTIONS,
@@ -182,23 +184,7 @@ def sink_rules(
             "'sink.delivery-guarantee' = 'exactly-once'.",
             keys=("sink.transactional-id-prefix", "sink.delivery-guarantee"),
         )
-    partitioner = parsed["sink.partitioner"].strip()
-    if not partitioner:
-        raise KafkaOptionsError(
-            "Option 'sink.partitioner' should be a non-empty string.", keys=("sink.partitioner",)
-        )
-    if partitioner not in ("default", "fixed", "round-robin") and not re.fullmatch(
-        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", partitioner
-    ):
-        raise KafkaOptionsError(
-            f"Option 'sink.partitioner' must be 'default', 'fixed', 'round-robin' or a dotted "
-            f"class path such as 'mypkg.partitioners.ByRegion', got {partitioner[:60]!r}.",
-            keys=("sink.partitioner",),
-        )
-    if partitioner not in ("default", "fixed", "round-robin"):
-        from ..sink.partitioners import load_partitioner
-
-        load_partitioner(partitioner)  # a bad class fails when the table is declared
+    partitioner = check_partitioner_option(parsed["sink.partitioner"])
     if partitioner == "round-robin" and key_fields and "key.fields" in opts:
         raise KafkaOptionsError(
             "Currently 'round-robin' partitioner only works when option 'key.fields' is not "
@@ -224,8 +210,6 @@ def header_filter(text: str | None) -> None:
     """``key:value`` terms joined by ``&``/``|``, each optionally negated with ``!``."""
     if text is None:
         return
-    from ..source.header_filter import parse_header_filter
-
     parse_header_filter(text)
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaOptionsError
 from . import _rules as rules
 from ._formats import FormatSpec, check_format_keys, format_key_parts, resolve_format
 from ._metadata import check_metadata_columns
+from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
+from ._partitioner import load_partitioner
 from ._properties import redact, translate_properties
 from ._table import (
     CONNECTORS,
@@ -133,6 +135,9 @@ class KafkaTableSpec:
     sink_buffer_flush_max_rows: int = 0
     sink_buffer_flush_interval_ms: int = 0
     dead_letter_topic: str | None = None
+    #: The user class that ``sink.partitioner`` names, imported once when the table is declared
+    #: (None for the built-in partitioners).
+    partitioner_class: type | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_options(
@@ -265,7 +270,7 @@ class KafkaTableSpec:
                     key_format.name, [by_name[n] for n in key_fields if n in by_name], "key.format"
                 )
 
-        interval = parsed["scan.topic-partition-discovery.interval"]
+        interval = _discovery_interval(opts, parsed["scan.topic-partition-discovery.interval"])
         return cls(
             options=dict(opts),
             name=name,
@@ -300,6 +305,7 @@ class KafkaTableSpec:
             sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
             sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
             dead_letter_topic=parsed["ingestion.dead-letter.topic"],
+            partitioner_class=_partitioner_class(parsed["sink.partitioner"]),
         )
 
     @property
@@ -378,6 +384,42 @@ class KafkaTableSpec:
 
     def __repr__(self) -> str:
         return f"KafkaTableSpec(name={self.name!r}, options={self.describe()!r})"
+
+
+#: Flink's ``KafkaSource`` / legacy consumer spellings of the discovery interval (milliseconds).
+_DISCOVERY_PROPERTIES = (
+    "properties.partition.discovery.interval.ms",
+    "properties.flink.partition-discovery.interval-millis",
+)
+
+
+def _discovery_interval(opts: Mapping[str, str], interval: int | None) -> int | None:
+    """``scan.topic-partition-discovery.interval``, or the same interval written as a
+    DataStream property (``properties.partition.discovery.interval.ms``), in milliseconds."""
+    key = "scan.topic-partition-discovery.interval"
+    for prop in _DISCOVERY_PROPERTIES:
+        if prop not in opts:
+            continue
+        text = opts[prop].strip()
+        if not re.fullmatch(r"-?[0-9]{1,18}", text):
+            raise KafkaOptionsError(
+                f"Option '{prop}' expects milliseconds as a whole number, got {text[:40]!r}.",
+                keys=(prop,),
+            )
+        if key in opts and int(text) != interval:
+            raise KafkaOptionsError(
+                f"Options '{key}' and '{prop}' both set the partition discovery interval, "
+                f"differently; keep one.",
+                keys=(key, prop),
+            )
+        interval = int(text)
+    return interval
+
+
+def _partitioner_class(option: str) -> type | None:
+    """The user partitioner class ``sink.partitioner`` names (imported and checked), if any."""
+    name = option.strip()
+    return None if name in BUILT_IN_PARTITIONERS else load_partitioner(name)
 
 
 def _strip(name: str, prefix: str) -> str:

@@ -9,14 +9,14 @@ cycles a task's records over all partitions; a dotted class path names a user
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import KafkaOptionsError
+from ..options import BUILT_IN_PARTITIONERS as BUILT_IN
+from ..options import load_partitioner
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -24,9 +24,6 @@ _OPTION = "sink.partitioner"
 
 #: librdkafka's partitioner that equals the Java client's for keyed records (random for null).
 LIBRDKAFKA_DEFAULT = "murmur2_random"
-
-#: The ``sink.partitioner`` values that name a built-in partitioner.
-BUILT_IN = ("default", "fixed", "round-robin")
 
 #: Partition value that lets the producer's own partitioner (:data:`LIBRDKAFKA_DEFAULT`) choose.
 UNASSIGNED = -1
@@ -96,65 +93,6 @@ class KafkaPartitioner(ABC):
         """The partition of one record: one of ``partitions`` (the topic's, ascending)."""
 
 
-def load_partitioner(path: str) -> type:
-    """Import the partitioner class ``path`` (``package.module.Class``) and check its shape.
-
-    Call it when a table is declared so a bad ``sink.partitioner`` fails early.
-
-    Example:
-        >>> load_partitioner("mypkg.partitioners.ByRegion")  # doctest: +SKIP
-        <class 'mypkg.partitioners.ByRegion'>
-
-    Raises:
-        KafkaOptionsError: the module or class cannot be found, or the class cannot serve as a
-            partitioner (no ``partition`` method, abstract, or its constructor needs arguments).
-    """
-    module_name, _, class_name = path.strip().rpartition(".")
-    where = f"Option 'sink.partitioner' = {path!r}"
-    if not module_name or not class_name:
-        raise KafkaOptionsError(
-            f"{where} is not a class path: write 'package.module.ClassName', or use one of "
-            f"{', '.join(repr(b) for b in BUILT_IN)}.",
-            keys=(_OPTION,),
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise KafkaOptionsError(
-            f"{where}: module {module_name!r} cannot be imported ({exc}). Install it where the "
-            f"Dagster code location and the Spark executors run.",
-            keys=(_OPTION,),
-        ) from None
-    cls = getattr(module, class_name, None)
-    if not inspect.isclass(cls):
-        raise KafkaOptionsError(
-            f"{where}: module {module_name!r} has no class {class_name!r}.", keys=(_OPTION,)
-        )
-    if not callable(getattr(cls, "partition", None)) or inspect.isabstract(cls):
-        raise KafkaOptionsError(
-            f"{where}: {class_name} does not implement KafkaPartitioner: it needs a concrete "
-            f"method partition(key, value, partitions) -> int.",
-            keys=(_OPTION,),
-        )
-    opener = getattr(cls, "open", None)
-    if opener is not None and not callable(opener):
-        raise KafkaOptionsError(
-            f"{where}: {class_name}.open must be a method open(task_index, num_tasks).",
-            keys=(_OPTION,),
-        )
-    try:
-        inspect.signature(cls).bind()
-    except TypeError:
-        raise KafkaOptionsError(
-            f"{where}: {class_name} must be constructible without arguments (one instance is "
-            f"built per writing task).",
-            keys=(_OPTION,),
-        ) from None
-    except ValueError:  # no introspectable signature (a builtin): instantiation will tell
-        pass
-    return cls
-
-
 @dataclass(frozen=True)
 class SinkPartitioner:
     """The ``sink.partitioner`` of one write, resolved on the driver and shipped to every task.
@@ -175,15 +113,27 @@ class SinkPartitioner:
     custom: type | None = None
 
     @classmethod
-    def resolve(cls, option: str, topic: str, partitions: Iterable[int] = ()) -> SinkPartitioner:
+    def resolve(
+        cls,
+        option: str,
+        topic: str,
+        partitions: Iterable[int] = (),
+        custom: type | None = None,
+    ) -> SinkPartitioner:
         """The partitioner named by the option value ``option`` for ``topic``'s ``partitions``.
+
+        ``custom`` is the class a class path names when the caller has loaded it already (the
+        table spec keeps it, loaded once when the table was declared).
 
         Raises:
             KafkaOptionsError: a class path that :func:`load_partitioner` rejects, or a
                 partitioner other than ``default`` without the topic's partitions.
         """
         name = option.strip()
-        custom = None if name in BUILT_IN else load_partitioner(name)
+        if name in BUILT_IN:
+            custom = None
+        elif custom is None:
+            custom = load_partitioner(name)
         ordered = tuple(sorted(partitions))
         if name != "default" and not ordered:
             raise KafkaOptionsError(

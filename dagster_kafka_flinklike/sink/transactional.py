@@ -25,9 +25,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DeliveryError, KafkaOptionsError, TransactionError
-from ..options import DeliveryGuarantee, client_config
+from ..errors import (
+    DeliveryError,
+    KafkaErrorKind,
+    KafkaOptionsError,
+    TransactionError,
+    classify_kafka_error,
+)
+from ..options import DeliveryGuarantee, role_config
+from ..source._admin import KafkaAdmin
 from ..source.offsets import TopicPartition
+from .partitioners import SinkPartitioner
 from .writer import (
     DeliveryReport,
     WriteResult,
@@ -65,26 +73,20 @@ def transactional_id(prefix: str, asset: str, index: int = 0) -> str:
     return f"{prefix}-{asset}-{index}"
 
 
-def broker_max_transaction_timeout_ms(properties: Mapping[str, str]) -> int | None:
-    """The smallest ``transaction.max.timeout.ms`` of the cluster's brokers (None if unknown)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+def broker_max_transaction_timeout_ms(admin: KafkaAdmin) -> int | None:
+    """The smallest ``transaction.max.timeout.ms`` of the cluster's brokers (None if unknown).
 
-    config: dict[str, Any] = dict(client_config(properties, role="admin"))
-    admin = AdminClient(config)
-    brokers = admin.list_topics(timeout=_REQUEST_TIMEOUT_S).brokers
-    resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
-    if not resources:
-        return None
-    values = []
-    for future in admin.describe_configs(resources, request_timeout=_REQUEST_TIMEOUT_S).values():
-        entry = future.result().get("transaction.max.timeout.ms")
-        if entry is not None and entry.value is not None:
-            values.append(int(entry.value))
+    Raises:
+        KafkaClientError: the brokers did not answer.
+    """
+    values = [int(v) for v in admin.broker_config("transaction.max.timeout.ms")]
     return min(values) if values else None
 
 
-def transaction_timeout_ms(properties: Mapping[str, str], broker_max_ms: int | None) -> int:
+def transaction_timeout_ms(properties: Mapping[str, Any], broker_max_ms: int | None) -> int:
     """The producer's ``transaction.timeout.ms``, checked against the broker's maximum.
+
+    ``properties`` are the sink's client settings (the key is the same in Java and librdkafka).
 
     Unset, it is the broker's maximum (at most one hour), so a run gets the longest window the
     cluster allows.
@@ -117,32 +119,8 @@ class TransactionResult(WriteResult):
     producer_epoch: int | None = None
     transaction_ms: float = 0.0
     commit_attempts: int = 0
-
-
-def _fenced(text: str) -> bool:
-    """True for the errors of a producer whose epoch was bumped (a newer run, or a timeout)."""
-    lowered = text.lower()
-    return "fenced" in lowered or "epoch" in lowered
-
-
-def _transient(error: Any) -> bool:
-    """True for errors that pass with time: retriable ones, and a group coordinator that is
-    moving or loading (a new cluster's first group request answers NOT_COORDINATOR)."""
-    from confluent_kafka import KafkaError
-
-    if error is None:
-        return False
-    waiting = (
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.UNSTABLE_OFFSET_COMMIT,
-    )
-    return bool(error.retriable()) or error.code() in waiting
-
-
-def _kafka_error(exc: BaseException) -> Any:
-    return exc.args[0] if exc.args and hasattr(exc.args[0], "retriable") else None
+    #: The producer's ``transaction.timeout.ms`` the transaction ran under.
+    timeout_ms: int = 0
 
 
 class TransactionalSink:
@@ -150,24 +128,41 @@ class TransactionalSink:
 
     Args:
         topic: the sink topic.
-        properties: the sink table's effective client properties.
+        client: the sink table's librdkafka producer settings (a run's resolved table, or
+            ``client_config(properties, role="producer")``).
         transactional_id: the stable id (:func:`transactional_id`).
-        partitioner: the sink table's ``sink.partitioner``.
+        partitioner: the sink table's ``sink.partitioner`` (resolved, or its option value).
+        consumer: librdkafka consumer settings of the cluster, for the consumer whose group
+            metadata goes with the offsets (default: from ``client``).
+        admin: the run's admin client of the cluster, asked for the brokers'
+            ``transaction.max.timeout.ms`` (default: one built from ``client``).
     """
 
     def __init__(
         self,
         topic: str,
-        properties: Mapping[str, str],
+        client: Mapping[str, Any],
         transactional_id: str,
         *,
-        partitioner: str = "default",
+        partitioner: str | SinkPartitioner = "default",
+        consumer: Mapping[str, Any] | None = None,
+        admin: KafkaAdmin | None = None,
         log: logging.Logger | Any = _log,
     ) -> None:
+        from .writer import plan_partitioner
+
         self.topic = topic
-        self.properties = dict(properties)
+        self.client = dict(client)
         self.transactional_id = transactional_id
-        self.partitioner = partitioner
+        self._consumer_config = dict(
+            consumer if consumer is not None else role_config(client, "consumer")
+        )
+        self._admin = admin
+        self.partitioner = (
+            partitioner
+            if isinstance(partitioner, SinkPartitioner)
+            else plan_partitioner(partitioner, topic, self.admin.client)
+        )
         self.log = log
         self.timeout_ms = 0
         self._producer: Any = None
@@ -186,9 +181,9 @@ class TransactionalSink:
         from confluent_kafka import KafkaException
 
         self.timeout_ms = transaction_timeout_ms(
-            self.properties, broker_max_transaction_timeout_ms(self.properties)
+            self.client, broker_max_transaction_timeout_ms(self.admin)
         )
-        config = producer_config(self.properties, DeliveryGuarantee.EXACTLY_ONCE)
+        config = producer_config(self.client, DeliveryGuarantee.EXACTLY_ONCE)
         config.update(
             {
                 "transactional.id": self.transactional_id,
@@ -210,6 +205,13 @@ class TransactionalSink:
             f"timeout {self.timeout_ms} ms."
         )
 
+    @property
+    def admin(self) -> KafkaAdmin:
+        """The admin client of the sink's cluster (the run's, or one built from ``client``)."""
+        if self._admin is None:
+            self._admin = KafkaAdmin({}, client=_admin_client(self.client))
+        return self._admin
+
     def _on_stats(self, text: str) -> None:
         with contextlib.suppress(ValueError):
             self._stats = json.loads(text).get("eos", {}) or self._stats
@@ -219,7 +221,7 @@ class TransactionalSink:
         from confluent_kafka import Consumer
 
         if group_id not in self._consumers:
-            config = client_config({**self.properties, "group.id": group_id}, role="consumer")
+            config = dict(self._consumer_config)
             config.update({"group.id": group_id, "isolation.level": "read_committed"})
             config["enable.auto.commit"] = "false"
             self._consumers[group_id] = Consumer(config)
@@ -248,8 +250,8 @@ class TransactionalSink:
                 )
                 break
             except KafkaException as exc:
-                error = _kafka_error(exc)
-                if not _transient(error) or time.monotonic() > deadline:
+                retriable = classify_kafka_error(exc) == KafkaErrorKind.RETRIABLE
+                if not retriable or time.monotonic() > deadline:
                     raise TransactionError(
                         f"Could not read the committed offsets of group {group_id!r}: {exc}"
                     ) from exc
@@ -287,7 +289,9 @@ class TransactionalSink:
         report = self._report
         report.reset()
         records = 0
-        outputs = [(self.topic, distribute(encoded), self.partitioner)]
+        outputs: list[tuple[str, DataFrame, str | SinkPartitioner]] = [
+            (self.topic, distribute(encoded), self.partitioner)
+        ]
         outputs += [(topic, frame, "default") for topic, frame in extra]
 
         def in_time() -> None:
@@ -305,8 +309,9 @@ class TransactionalSink:
             remaining = producer.flush(max(0.0, deadline - time.monotonic()))
             if remaining:
                 raise TransactionError(self._timeout_message(started))
-            if report.failed and _fenced(str(report.first_error)):
-                raise TransactionError(self._failure_message(report.first_error, started))
+            fenced = classify_kafka_error(report.first_kafka_error) == KafkaErrorKind.FENCED
+            if report.failed and fenced:
+                raise TransactionError(self._failure_message(report.first_kafka_error, started))
             if report.failed:
                 raise DeliveryError(
                     f"{report.failed} record(s) to topic {self.topic!r} were not delivered: "
@@ -340,6 +345,7 @@ class TransactionalSink:
             producer_epoch=self._stats.get("producer_epoch"),
             transaction_ms=round((time.monotonic() - started) * 1000, 1),
             commit_attempts=attempts,
+            timeout_ms=self.timeout_ms,
         )
 
     def _await_identity(self) -> None:
@@ -378,14 +384,14 @@ class TransactionalSink:
                 producer.commit_transaction(COMMIT_ATTEMPT_TIMEOUT_S)
                 return attempts
             except KafkaException as exc:
-                error = _kafka_error(exc)
-                if error is not None and error.retriable():
+                kind = classify_kafka_error(exc)
+                if kind == KafkaErrorKind.RETRIABLE:
                     self.log.warning(
                         f"Commit of transaction {self.transactional_id!r} did not complete "
                         f"({exc}); retrying (attempt {attempts})."
                     )
                     continue
-                if error is not None and error.txn_requires_abort():
+                if kind == KafkaErrorKind.ABORTABLE:
                     self._abort()
                 raise TransactionError(self._failure_message(exc, started)) from exc
 
@@ -409,7 +415,8 @@ class TransactionalSink:
     def _failure_message(self, exc: object, started: float) -> str:
         elapsed = time.monotonic() - started
         text = str(exc)
-        if elapsed * 1000 >= self.timeout_ms or _fenced(text):
+        fenced = classify_kafka_error(exc) == KafkaErrorKind.FENCED
+        if elapsed * 1000 >= self.timeout_ms or fenced:
             return (
                 f"The transaction of {self.transactional_id!r} was fenced after {elapsed:.1f}s: "
                 f"another run of the asset started with the same transactional id, or the broker "
@@ -434,3 +441,9 @@ class TransactionalSink:
         if self._producer is not None:
             self._producer.flush(0)
             self._producer = None
+
+
+def _admin_client(client: Mapping[str, Any]) -> Any:
+    from ..source._admin import admin_client
+
+    return admin_client(role_config(client, "admin"))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._idle_clients import IdleClients
 from .._worker import settle_worker_heap
 from ..errors import DeliveryError, KafkaConnectorError, KafkaOptionsError
-from ..options import DeliveryGuarantee, client_config
+from ..options import DeliveryGuarantee, role_config
 from .partitioners import LIBRDKAFKA_DEFAULT, SinkPartitioner, TaskPartitioner
 from .serializer import SEQUENCE
 
@@ -73,12 +73,14 @@ class DeliveryReport:
         (0, False)
     """
 
-    __slots__ = ("failed", "failed_bytes", "first_error")
+    __slots__ = ("failed", "failed_bytes", "first_error", "first_kafka_error")
 
     def __init__(self) -> None:
         self.failed = 0
         self.failed_bytes = 0
         self.first_error: str | None = None
+        #: The first failure's ``KafkaError`` itself, for :func:`classify_kafka_error`.
+        self.first_kafka_error: Any = None
 
     def __call__(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -86,6 +88,7 @@ class DeliveryReport:
             self.failed_bytes += len(msg.value() or b"") + len(msg.key() or b"")
             if self.first_error is None:
                 self.first_error = str(err)
+                self.first_kafka_error = err
 
     def has_failed(self) -> bool:
         """Whether any delivery failed so far (a ``stop`` predicate for fail-fast writes)."""
@@ -96,6 +99,7 @@ class DeliveryReport:
         self.failed = 0
         self.failed_bytes = 0
         self.first_error = None
+        self.first_kafka_error = None
 
 
 def reporting_producer(settings: Mapping[str, Any]) -> tuple[Any, DeliveryReport]:
@@ -107,12 +111,14 @@ def reporting_producer(settings: Mapping[str, Any]) -> tuple[Any, DeliveryReport
     return Producer({**settings, "on_delivery": report}), report
 
 
-def producer_config(properties: Mapping[str, str], guarantee: DeliveryGuarantee) -> dict[str, Any]:
-    """librdkafka producer settings for a sink's ``properties.*`` and delivery guarantee.
+def producer_config(client: Mapping[str, Any], guarantee: DeliveryGuarantee) -> dict[str, Any]:
+    """librdkafka producer settings for a sink's client settings and delivery guarantee.
 
-    Keyed records without an explicit partition are hashed as the Java client hashes them.
-    Only failed deliveries are reported (the writers count what they produce, and a flush
-    waits out every record), which saves a Python callback per delivered record.
+    ``client`` is the table's producer settings (``client_config(properties, role="producer")``,
+    or a run's resolved table); they win over the writer's defaults. Keyed records without an
+    explicit partition are hashed as the Java client hashes them. Only failed deliveries are
+    reported (the writers count what they produce, and a flush waits out every record), which
+    saves a Python callback per delivered record.
     """
     config: dict[str, Any] = {
         "partitioner": LIBRDKAFKA_DEFAULT,
@@ -121,20 +127,8 @@ def producer_config(properties: Mapping[str, str], guarantee: DeliveryGuarantee)
     }
     if guarantee != DeliveryGuarantee.NONE:
         config.update({"acks": "all", "enable.idempotence": True})
-    config.update(client_config(properties, role="producer"))
+    config.update(client)
     return config
-
-
-def topic_partitions(properties: Mapping[str, str], topic: str) -> tuple[int, ...]:
-    """The partition ids of ``topic``, ascending, from the cluster's metadata.
-
-    Raises:
-        DeliveryError: the topic does not exist or its metadata cannot be read.
-    """
-    from confluent_kafka.admin import AdminClient
-
-    config: dict[str, Any] = dict(client_config(properties, role="admin"))
-    return partitions_of(AdminClient(config), topic)
 
 
 def partitions_of(client: Any, topic: str) -> tuple[int, ...]:
@@ -159,16 +153,22 @@ def partitions_of(client: Any, topic: str) -> tuple[int, ...]:
     return tuple(sorted(info.partitions))
 
 
-def plan_partitioner(option: str, topic: str, properties: Mapping[str, str]) -> SinkPartitioner:
+def plan_partitioner(
+    option: str, topic: str, metadata_client: Any, custom: type | None = None
+) -> SinkPartitioner:
     """Resolve ``sink.partitioner`` for ``topic``, looking up its partitions once if needed.
 
+    ``metadata_client`` is any confluent-kafka client of the cluster (an ``AdminClient``
+    shared by the run), asked for the topic's partitions unless the partitioner is ``default``;
+    ``custom`` is the user class the table spec loaded (``KafkaTableSpec.partitioner_class``).
+
     Example:
-        >>> plan_partitioner("default", "orders", {}).partitions
+        >>> plan_partitioner("default", "orders", None).partitions
         ()
     """
     if option.strip() == "default":
         return SinkPartitioner.resolve("default", topic)
-    return SinkPartitioner.resolve(option, topic, topic_partitions(properties, topic))
+    return SinkPartitioner.resolve(option, topic, partitions_of(metadata_client, topic), custom)
 
 
 def _timestamps_ms(column: pa.Array) -> list[int]:
@@ -287,7 +287,7 @@ def produce_arrow_batches(
     topic: str,
     state: dict[str, Any],
     *,
-    partitioner: str = "default",
+    partitioner: str | SinkPartitioner = "default",
     task: int = 0,
     num_tasks: int = 0,
 ) -> int:
@@ -311,13 +311,13 @@ def produce_arrow_batches(
         The number of records handed to the producer by this call.
     """
     state.setdefault("bytes", 0)
-    opened: dict[tuple[str, str, int], TaskPartitioner] = state.setdefault("_partitioners", {})
+    opened: dict[tuple[str, Any, int], TaskPartitioner] = state.setdefault("_partitioners", {})
     slot = (topic, partitioner, task)
     if slot not in opened:
-        if partitioner.strip() == "default":
-            resolved = SinkPartitioner.resolve("default", topic)
+        if isinstance(partitioner, SinkPartitioner):
+            resolved = partitioner
         else:
-            resolved = SinkPartitioner.resolve(partitioner, topic, partitions_of(producer, topic))
+            resolved = plan_partitioner(partitioner, topic, producer)
         opened[slot] = resolved.open(task, num_tasks)
     counts = produce_batches(producer, batches, topic, opened[slot])
     state["bytes"] += counts.bytes
@@ -470,11 +470,11 @@ def distribute(encoded: DataFrame, parallelism: int | None = None) -> DataFrame:
 def write(
     encoded: DataFrame,
     topic: str,
-    properties: Mapping[str, str],
+    client: Mapping[str, Any],
     guarantee: DeliveryGuarantee = DeliveryGuarantee.AT_LEAST_ONCE,
     *,
     parallelism: int | None = None,
-    partitioner: str = "default",
+    partitioner: str | SinkPartitioner = "default",
 ) -> WriteResult:
     """Produce the ``key``/``value`` [``timestamp``, ``headers``] rows of ``encoded`` to ``topic``.
 
@@ -482,16 +482,19 @@ def write(
         encoded: the output of :func:`~dagster_kafka_flinklike.sink.serializer.serialize`
             (or any DataFrame with binary ``key`` and ``value`` columns).
         topic: the sink topic.
-        properties: client properties (``properties.*`` without the prefix).
+        client: librdkafka producer settings (``client_config(properties, role="producer")``,
+            or a run's resolved table).
         guarantee: ``none`` or ``at-least-once`` (exactly-once is the transactional writer's).
         parallelism: ``sink.parallelism``: the number of writing Spark tasks (default: the
             DataFrame's partitions). A user partitioner's ``open`` gets it as ``num_tasks``;
             without it the DataFrame's partitions are counted first, which may run its upstream
             stages an extra time.
         partitioner: ``sink.partitioner``: ``default``, ``fixed``, ``round-robin`` or a class
-            path. An ``upsert-kafka`` encoding carrying the ``SEQUENCE`` column is first
-            hash-partitioned by key in Spark, so each key's changes are produced by one task,
-            in the DataFrame's order.
+            path (its partitions looked up through an admin client of ``client``'s cluster),
+            or a :class:`SinkPartitioner` resolved already (a run resolves it once). An
+            ``upsert-kafka`` encoding carrying the ``SEQUENCE`` column is first hash-partitioned
+            by key in Spark, so each key's changes are produced by one task, in the DataFrame's
+            order.
 
     Example:
         >>> write(serialize(spec, df), "orders", {"bootstrap.servers": "b:9092"})  # doctest: +SKIP
@@ -508,9 +511,17 @@ def write(
             "'sink.delivery-guarantee' = 'exactly-once' needs the transactional writer; "
             "use the streaming asset, which commits output and offsets in one transaction."
         )
-    config = producer_config(properties, guarantee)
+    config = producer_config(client, guarantee)
     fail_fast = guarantee == DeliveryGuarantee.AT_LEAST_ONCE
-    placement = plan_partitioner(partitioner, topic, properties)
+    if isinstance(partitioner, SinkPartitioner):
+        placement = partitioner
+    elif partitioner.strip() == "default":
+        placement = SinkPartitioner.resolve("default", topic)
+    else:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(role_config(client, "admin"))
+        placement = plan_partitioner(partitioner, topic, admin)
     encoded = distribute(encoded, parallelism)
     num_tasks = parallelism or 0
     if placement.custom is not None and not num_tasks:

@@ -20,39 +20,26 @@ from confluent_kafka import (
     KafkaException,
 )
 from confluent_kafka import TopicPartition as CTopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from ..errors import OffsetsError
+from ..errors import KafkaClientError, KafkaErrorKind, OffsetsError, classify_kafka_error
 from ..options import client_config
 from .offsets import TopicPartition, describe_partitions
 
-_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = 30.0
 _RETRY_PAUSE_S = 0.2
 #: Kafka's own internal topics, which a topic pattern never subscribes to (as in Flink).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-_RETRIABLE = frozenset(
-    {
-        KafkaError.UNSTABLE_OFFSET_COMMIT,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-    }
-)
 _T = TypeVar("_T")
 
 
-def _retriable(error: KafkaError | None) -> bool:
-    return error is not None and (error.retriable() or error.code() in _RETRIABLE)
+def _retriable(exc: BaseException) -> bool:
+    return classify_kafka_error(exc) == KafkaErrorKind.RETRIABLE
 
 
-def _kafka_error(exc: KafkaException) -> KafkaError | None:
-    first = exc.args[0] if exc.args else None
-    return first if isinstance(first, KafkaError) else None
+def admin_client(config: Mapping[str, Any]) -> AdminClient:
+    """A confluent-kafka ``AdminClient`` for librdkafka admin settings (``client_config``)."""
+    return AdminClient(dict(config))
 
 
 class KafkaAdmin:
@@ -63,6 +50,10 @@ class KafkaAdmin:
     Args:
         properties: client properties (``properties.*`` keys without the prefix).
         group_id: the source's consumer group; defaults to ``properties['group.id']``.
+        client: an ``AdminClient`` to share (one per cluster and run); built from
+            ``properties`` when not given.
+        timeout_s: how long a request, with its retries, may take (a sensor tick wants less
+            than a run).
 
     Example:
         >>> admin = KafkaAdmin({"bootstrap.servers": "localhost:9092"}, group_id="g")
@@ -70,13 +61,77 @@ class KafkaAdmin:
         [('orders', 0), ('orders', 1)]
     """
 
-    def __init__(self, properties: Mapping[str, str], group_id: str | None = None) -> None:
+    def __init__(
+        self,
+        properties: Mapping[str, str],
+        group_id: str | None = None,
+        *,
+        client: AdminClient | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
         self._properties = dict(properties)
         self.group_id: str | None = group_id or self._properties.get("group.id") or None
         isolation = self._properties.get("isolation.level", "read_committed").strip().lower()
         self.read_committed = isolation != "read_uncommitted"
-        admin_config: dict[str, Any] = dict(client_config(self._properties, role="admin"))
-        self.client = AdminClient(admin_config)
+        self.timeout_s = timeout_s
+        self._ready_groups: set[str] = set()
+        if client is None:
+            client = admin_client(client_config(self._properties, role="admin"))
+        self.client = client
+
+    # -- cluster metadata -----------------------------------------------------------------------
+    def metadata(self, topic: str | None = None) -> Any:
+        """The cluster's metadata (all topics, or one): one request, no retries.
+
+        Raises:
+            KafkaClientError: the cluster did not answer within the timeout.
+        """
+        try:
+            return self.client.list_topics(topic=topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise KafkaClientError(f"Could not read the cluster's metadata: {exc}", exc) from exc
+
+    def discover(self, topics: Sequence[str] = (), pattern: str | None = None) -> dict[str, int]:
+        """The topics a subscription matches right now and their partition counts.
+
+        Unlike :meth:`partitions`, a named topic that does not exist (yet) is left out instead
+        of failing: partition discovery reports it when it appears.
+        """
+        metadata = self.metadata()
+        if pattern is not None:
+            regex = re.compile(pattern)
+            names = [t for t in metadata.topics if t not in INTERNAL_TOPICS and regex.fullmatch(t)]
+        else:
+            names = [t for t in dict.fromkeys(topics) if t in metadata.topics]
+        found: dict[str, int] = {}
+        for name in sorted(names):
+            info = metadata.topics[name]
+            if info.error is None and info.partitions:
+                found[name] = len(info.partitions)
+        return found
+
+    def broker_config(self, name: str) -> list[str]:
+        """The value of broker setting ``name`` on every broker of the cluster (one request).
+
+        Raises:
+            KafkaClientError: the brokers did not answer.
+        """
+        brokers = self.metadata().brokers
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
+        if not resources:
+            return []
+        values: list[str] = []
+        try:
+            futures = self.client.describe_configs(resources, request_timeout=self.timeout_s)
+            for future in futures.values():
+                entry = future.result().get(name)
+                if entry is not None and entry.value is not None:
+                    values.append(str(entry.value))
+        except KafkaException as exc:
+            raise KafkaClientError(
+                f"Could not describe the brokers' setting {name!r}: {exc}", exc
+            ) from exc
+        return values
 
     # -- subscription -------------------------------------------------------------------------
     def partitions(
@@ -103,7 +158,7 @@ class KafkaAdmin:
                 "Subscribe with exactly one of a topic list ('topic'), a topic pattern "
                 "('topic-pattern') or an explicit partition set."
             )
-        metadata = self.client.list_topics(timeout=_TIMEOUT_S)
+        metadata = self.metadata()
         if pattern is not None:
             regex = re.compile(pattern)
             chosen = sorted(
@@ -148,12 +203,12 @@ class KafkaAdmin:
         isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         out: dict[TopicPartition, int] = {}
         pending = list(dict.fromkeys(partitions))
-        deadline = time.monotonic() + _TIMEOUT_S
+        deadline = time.monotonic() + self.timeout_s
         while pending:
             futures = self.client.list_offsets(
                 {CTopicPartition(t, p): spec() for t, p in pending},
                 isolation_level=isolation,
-                request_timeout=_TIMEOUT_S,
+                request_timeout=self.timeout_s,
             )
             retry: list[TopicPartition] = []
             for tp, fut in futures.items():
@@ -161,7 +216,7 @@ class KafkaAdmin:
                 try:
                     out[key] = fut.result().offset
                 except KafkaException as exc:
-                    if _retriable(_kafka_error(exc)) and time.monotonic() < deadline:
+                    if _retriable(exc) and time.monotonic() < deadline:
                         retry.append(key)
                         continue
                     raise OffsetsError(
@@ -179,6 +234,12 @@ class KafkaAdmin:
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Last stable offsets (read_committed) or high watermarks (read_uncommitted)."""
         return self._list(partitions, OffsetSpec.latest, self.read_committed)
+
+    def last_stable_offsets(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """Last stable offsets (the end a read_committed consumer sees), whatever the isolation."""
+        return self._list(partitions, OffsetSpec.latest, committed=True)
 
     def high_watermarks(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """High watermarks (the end including open transactions), whatever the isolation."""
@@ -199,26 +260,45 @@ class KafkaAdmin:
     # -- consumer group -------------------------------------------------------------------------
     def _group_call(self, what: str, call: Callable[[], _T]) -> _T:
         """Run a group request, retrying while the coordinator loads or a commit is unstable."""
-        deadline = time.monotonic() + _TIMEOUT_S
+        deadline = time.monotonic() + self.timeout_s
         while True:
             try:
                 return call()
             except KafkaException as exc:
-                if not _retriable(_kafka_error(exc)) or time.monotonic() >= deadline:
+                if not _retriable(exc) or time.monotonic() >= deadline:
                     raise OffsetsError(
                         f"Could not {what} of consumer group {self.group_id!r}: {exc}"
                     ) from exc
             time.sleep(_RETRY_PAUSE_S)
 
+    def _await_coordinator(self, group: str) -> None:
+        """Wait until the group's coordinator answers (describe the group, with retries).
+
+        librdkafka crashes the process when an OffsetFetch of the admin client is answered
+        NOT_COORDINATOR (a new cluster, a restarted broker; librdkafka issue 5040): asking the
+        coordinator something harmless first, until it answers, keeps that answer away.
+        """
+        if group in self._ready_groups:
+            return
+
+        def describe() -> None:
+            futures = self.client.describe_consumer_groups([group], request_timeout=self.timeout_s)
+            futures[group].result()
+
+        self._group_call("reach the coordinator", describe)
+        self._ready_groups.add(group)
+
     def _fetch_committed(
         self, group: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
+        self._await_coordinator(group)
+
         def fetch() -> dict[TopicPartition, int]:
             request = ConsumerGroupTopicPartitions(
                 group, [CTopicPartition(t, p) for t, p in dict.fromkeys(partitions)]
             )
             futures = self.client.list_consumer_group_offsets(
-                [request], require_stable=True, request_timeout=_TIMEOUT_S
+                [request], require_stable=True, request_timeout=self.timeout_s
             )
             result = futures[group].result()
             found: dict[TopicPartition, int] = {}
@@ -275,7 +355,7 @@ class KafkaAdmin:
 
         def commit() -> None:
             futures = self.client.alter_consumer_group_offsets(
-                [request], request_timeout=_TIMEOUT_S
+                [request], request_timeout=self.timeout_s
             )
             result = futures[group].result()
             for tp in result.topic_partitions:
@@ -291,7 +371,7 @@ class KafkaAdmin:
             return 0
 
         def describe() -> int:
-            futures = self.client.describe_consumer_groups([group], request_timeout=_TIMEOUT_S)
+            futures = self.client.describe_consumer_groups([group], request_timeout=self.timeout_s)
             return len(futures[group].result().members or ())
 
         return self._group_call("describe the members", describe)

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..formats import format_module
-from ..options import Column, FormatSpec, KafkaTableSpec, spark_type
-from .header_filter import parse_header_filter
+from ..options import Column, FormatSpec, KafkaTableSpec, parse_header_filter, spark_type
 from .reader import column_name
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -14,9 +14,8 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from dagster_kafka_flinklike import KafkaTableSpec
-from dagster_kafka_flinklike.options import client_config
+from dagster_kafka_flinklike.options import client_config, parse_header_filter
 from dagster_kafka_flinklike.source.enumerator import KafkaSplit
-from dagster_kafka_flinklike.source.header_filter import parse_header_filter
 from dagster_kafka_flinklike.source.reader import read_splits
 from dagster_kafka_flinklike.source.records import (
     ERROR,

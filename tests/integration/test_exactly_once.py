@@ -12,7 +12,6 @@ import signal
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -29,10 +28,9 @@ from dagster_kafka_flinklike.local import EmbeddedKafka
 from dagster_kafka_flinklike.sink import transactional
 from dagster_kafka_flinklike.sink.transactional import transaction_timeout_ms
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all, produce, wait_for_topic
+from tests.conftest import SMALL_MAX_TIMEOUT_MS, consume_all, produce, wait_for_topic
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
-SMALL_MAX_TIMEOUT_MS = 6000
 
 
 def copy_asset(
@@ -183,17 +181,6 @@ def test_concurrent_runs_one_is_fenced_output_once(kafka_bootstrap, new_topic, s
     assert "TransactionError" in error and "fenced" in error
     assert output_ids(kafka_bootstrap, sink, 1) == Counter(range(40))
     assert committed(kafka_bootstrap, f"eos-{source}", source, 1) == [40]
-
-
-@pytest.fixture(scope="module")
-def small_broker(tmp_path_factory) -> EmbeddedKafka:
-    broker = EmbeddedKafka(
-        Path(tmp_path_factory.mktemp("kafka-small-txn")),
-        extra_properties={"transaction.max.timeout.ms": str(SMALL_MAX_TIMEOUT_MS)},
-    )
-    broker.start(timeout=180)
-    yield broker
-    broker.stop()
 
 
 @pytest.fixture

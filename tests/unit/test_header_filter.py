@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dagster_kafka_flinklike.errors import KafkaOptionsError
-from dagster_kafka_flinklike.options import _rules
-from dagster_kafka_flinklike.source.header_filter import HeaderCondition, parse_header_filter
+from dagster_kafka_flinklike.options import HeaderCondition, _rules, parse_header_filter
 
 SEED = "depart:toy|depart:book&!env:test"
 

@@ -1,0 +1,311 @@
+"""``@kafka_streaming_asset``: a Dagster asset whose body is a Spark query over Kafka tables.
+
+The framework plans the sources' offset ranges (checkpoint first, then ``scan.startup.mode``),
+reads and decodes them, calls the body with one DataFrame per source, writes the result to the
+sink table with its delivery guarantee, and records the new offsets checkpoint and Flink-named
+metrics in the materialization. A run that raises records nothing: the checkpoint stays put.
+
+The asset carries its Kafka asset checks (:mod:`.checks`): the run emits their results with the
+materialization, and each can run alone (select only the check) without reading data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dagster import (
+    AssetCheckKey,
+    AssetExecutionContext,
+    AssetKey,
+    AssetOut,
+    AssetsDefinition,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    multi_asset,
+)
+
+from .checks import (
+    CHECK_TIMEOUT_S,
+    CheckScope,
+    KafkaAssetCheck,
+    check_names_are_unique,
+    checkpoint_of,
+    default_checks,
+    evaluate_checks,
+)
+from .errors import KafkaConnectorError, KafkaOptionsError
+from .options import DeliveryGuarantee, KafkaTableSpec
+from .run import metrics as m
+from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dagster import DagsterInstance
+
+    from .run import StreamingRun
+
+StreamingBody = Callable[..., Any]
+#: The output name of a streaming asset without a sink (its DataFrame goes to the IO manager).
+RESULT_OUTPUT = "result"
+_TABLES_ATTRIBUTE = "__dagster_kafka_flinklike_tables__"
+
+
+@dataclass(frozen=True)
+class StreamingTables:
+    """The Kafka tables of a streaming asset, for sensors and checks built from the asset."""
+
+    sources: Mapping[str, KafkaTableSpec]
+    sink: KafkaTableSpec | None
+    kafka_resource_key: str
+    checks: tuple[KafkaAssetCheck, ...] = ()
+
+
+def streaming_tables(asset: AssetsDefinition) -> StreamingTables:
+    """The Kafka tables of an asset built by :func:`kafka_streaming_asset`.
+
+    Raises:
+        KafkaConnectorError: the asset was not built by ``@kafka_streaming_asset``.
+    """
+    compute = getattr(getattr(asset, "node_def", None), "compute_fn", None)
+    found = getattr(getattr(compute, "decorated_fn", None), _TABLES_ATTRIBUTE, None)
+    if not isinstance(found, StreamingTables):
+        raise KafkaConnectorError(
+            f"Asset {asset.key.to_user_string()!r} was not built by @kafka_streaming_asset; "
+            f"give its Kafka tables explicitly."
+        )
+    return found
+
+
+def latest_checkpoint(instance: DagsterInstance, key: AssetKey) -> OffsetsCheckpoint | None:
+    """The offsets checkpoint of the asset's last successful materialization, if any."""
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return None
+    return checkpoint_of(event.asset_materialization.metadata)
+
+
+def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint) -> dict[str, Any]:
+    metrics = run.metadata()
+    offsets = metrics.pop(m.OFFSETS)
+    out: dict[str, Any] = {k: v for k, v in metrics.items()}
+    out[m.OFFSETS] = MetadataValue.json(offsets)
+    out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
+    samples = [s for r in run.sources.values() for s in r.dirty.samples]
+    if samples:
+        out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
+    return out
+
+
+def _check_offsets_commit(
+    sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None
+) -> None:
+    """``properties.commit.offsets.on.checkpoint`` = false cannot apply under exactly-once."""
+    if sink is None or sink.delivery_guarantee != DeliveryGuarantee.EXACTLY_ONCE:
+        return
+    skipping = sorted(name for name, spec in sources.items() if not spec.commit_offsets)
+    if skipping:
+        raise KafkaOptionsError(
+            f"Source(s) {', '.join(repr(n) for n in skipping)} set "
+            f"'properties.commit.offsets.on.checkpoint' = 'false', but the sink is "
+            f"'exactly-once': its transaction commits the source offsets to the consumer group, "
+            f"and those committed offsets are the checkpoint. Remove the option (or use "
+            f"'at-least-once').",
+            keys=("properties.commit.offsets.on.checkpoint", "sink.delivery-guarantee"),
+        )
+
+
+def _check_tables(sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None) -> None:
+    if not sources:
+        raise KafkaOptionsError("A streaming asset needs at least one source table.")
+    for table_name, spec in sources.items():
+        if spec.topics == () and spec.topic_pattern is None:
+            raise KafkaOptionsError(f"Source {table_name!r} has no 'topic' or 'topic-pattern'.")
+    if sink is not None and (len(sink.topics) != 1 or sink.topic_pattern is not None):
+        raise KafkaOptionsError(
+            "The sink table needs exactly one 'topic' (no ';' list, no 'topic-pattern').",
+            keys=("topic", "topic-pattern"),
+        )
+    _check_offsets_commit(sources, sink)
+
+
+def kafka_streaming_asset(
+    *,
+    sources: Mapping[str, KafkaTableSpec],
+    sink: KafkaTableSpec | None = None,
+    name: str | None = None,
+    key_prefix: str | Sequence[str] | None = None,
+    group_name: str | None = None,
+    description: str | None = None,
+    checks: Sequence[KafkaAssetCheck] | None = None,
+    kafka_resource_key: str = "kafka",
+    spark_resource_key: str = "pyspark",
+    max_records_per_split: int = 2_000_000,
+    min_splits: int | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    owners: Sequence[str] | None = None,
+    io_manager_key: str | None = None,
+    op_tags: Mapping[str, Any] | None = None,
+) -> Callable[[StreamingBody], AssetsDefinition]:
+    """Declare an asset whose body is a Spark query over Kafka source tables.
+
+    The body receives ``context`` and one DataFrame per source (by the ``sources`` names) and
+    returns a DataFrame. With ``sink`` the result is written to that Kafka table and the asset
+    materializes with metrics; without, the DataFrame goes to the asset's IO manager
+    (``io_manager_key``). Ranges larger than ``max_records_per_split`` are read by several Spark
+    tasks, and at least ``min_splits`` tasks read when given (Spark's ``minPartitions``). With
+    an exactly-once sink the transactional id is ``<sink.transactional-id-prefix>-<asset
+    key>-0``.
+
+    ``checks`` are the asset's Kafka checks (:class:`~.checks.DirtyDataCheck`,
+    :class:`~.checks.TransactionTimeoutCheck`, :class:`~.checks.HangingTransactionsCheck`,
+    :class:`~.checks.ConsumerLagCheck`), emitted with each materialization and runnable alone.
+    When not given, the asset gets a dirty-data check if a source tolerates dirty records, and
+    transaction-timeout and hanging-transaction checks if the sink is exactly-once; ``[]``
+    attaches none.
+
+    Example:
+        >>> @kafka_streaming_asset(sources={"orders": orders}, sink=channel_revenue_table,
+        ...                        checks=[DirtyDataCheck(max_ratio=0.01, blocking=True)])
+        ... def channel_revenue(context, orders):
+        ...     return orders.groupBy("order_channel").count()
+
+    Raises:
+        KafkaOptionsError: no source, a sink without exactly one topic, two checks of one
+            name, or a source that skips the group commit under an exactly-once sink.
+    """
+    _check_tables(sources, sink)
+    prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
+
+    def decorator(fn: StreamingBody) -> AssetsDefinition:
+        key = AssetKey([*prefix, name or fn.__name__])
+        attached = tuple(checks) if checks is not None else tuple(default_checks(sources, sink))
+        check_names_are_unique(attached, key.to_user_string())
+        by_key = {AssetCheckKey(key, c.name): c for c in attached}
+        tables = StreamingTables(dict(sources), sink, kafka_resource_key, attached)
+        asset_metadata = {
+            "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
+            **({"kafka/sink": MetadataValue.json(sink.describe())} if sink else {}),
+            **(metadata or {}),
+        }
+        shape: dict[str, Any] = {}
+        common: dict[str, Any] = {
+            "group_name": group_name,
+            "description": description or fn.__doc__,
+            "kinds": {"kafka", "spark"},
+            "metadata": asset_metadata,
+            "tags": tags,
+            "owners": owners,
+        }
+        if sink is not None:
+            shape["specs"] = [AssetSpec(key, skippable=True, **common)]
+        else:
+            out = AssetOut(key=key, is_required=False, io_manager_key=io_manager_key, **common)
+            shape["outs"] = {RESULT_OUTPUT: out}
+
+        @multi_asset(
+            name=key.to_python_identifier(),
+            check_specs=[c.spec(key) for c in attached],
+            can_subset=bool(attached),
+            required_resource_keys={kafka_resource_key, spark_resource_key},
+            op_tags=op_tags,
+            **shape,
+        )
+        def _streaming_asset(context):  # type: ignore[no-untyped-def]
+            # (unannotated: Dagster checks the annotation's object, and annotations are strings)
+            selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
+            kafka = getattr(context.resources, kafka_resource_key)
+            if key not in context.selected_asset_keys:  # only checks: no data is read
+                yield from _checks_alone(kafka, key, tables, selected, context.instance)
+                return
+            yield from _materialize(
+                context,
+                fn,
+                key,
+                tables,
+                selected,
+                spark=getattr(context.resources, spark_resource_key).spark_session,
+                split=(max_records_per_split, min_splits),
+            )
+
+        compute: Any = _streaming_asset.op.compute_fn
+        setattr(compute.decorated_fn, _TABLES_ATTRIBUTE, tables)
+        return _streaming_asset
+
+    return decorator
+
+
+def _checks_alone(
+    kafka: Any,
+    key: AssetKey,
+    tables: StreamingTables,
+    selected: Sequence[KafkaAssetCheck],
+    instance: DagsterInstance,
+) -> Iterator[Any]:
+    from .run import KafkaClients
+
+    def scope() -> CheckScope:
+        return CheckScope(
+            asset_key=key,
+            sources={n: kafka.resolve(s, n) for n, s in tables.sources.items()},
+            sink=kafka.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
+            clients=KafkaClients(timeout_s=CHECK_TIMEOUT_S),
+            checkpoint=None,
+        )
+
+    yield from evaluate_checks(selected, key, scope, instance)
+
+
+def _materialize(
+    context: AssetExecutionContext,
+    fn: StreamingBody,
+    key: AssetKey,
+    tables: StreamingTables,
+    selected: Sequence[KafkaAssetCheck],
+    *,
+    spark: Any,
+    split: tuple[int, int | None],
+) -> Iterator[Any]:
+    from .run import StreamingRun
+
+    kafka = getattr(context.resources, tables.kafka_resource_key)
+    run = StreamingRun(
+        spark=spark,
+        defaults=kafka.connection_defaults(),
+        checkpoint=latest_checkpoint(context.instance, key),
+        max_records_per_split=split[0],
+        min_splits=split[1],
+        sink=tables.sink,
+        asset_name=key.to_user_string(),
+        log=context.log,
+    )
+    try:
+        frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
+        result = fn(context, **frames)
+        if tables.sink is not None:
+            run.write(tables.sink, result)
+        checkpoint = run.commit()
+        metadata = _metadata(run, checkpoint)
+        context.log.info(f"Kafka run {{'sources': {sorted(tables.sources)}}}: {metadata}")
+        if tables.sink is not None:
+            yield MaterializeResult(asset_key=key, metadata=metadata)
+        else:
+            yield Output(result, output_name=RESULT_OUTPUT, metadata=metadata)
+
+        def scope() -> CheckScope:
+            return CheckScope(
+                asset_key=key,
+                sources={n: r.table for n, r in run.sources.items()},
+                sink=run.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
+                clients=run.clients,
+                checkpoint=checkpoint,
+                run=run,
+            )
+
+        yield from evaluate_checks(selected, key, scope)
+    finally:
+        if tables.sink is not None:
+            run.close()

@@ -1,0 +1,720 @@
+"""Asset checks for Kafka tables: dirty data, transaction timeout, hanging transactions, lag.
+
+Each check is a small configuration object (thresholds, severity, ``blocking``) validated when it
+is built, so a bad threshold fails at definition load naming the parameter. Attach checks to a
+streaming asset with ``@kafka_streaming_asset(checks=[...])``: the run emits their results with
+the materialization (it knows the figures), and each can also run alone, without a
+materialization (select only the check, e.g. ``AssetSelection.checks_for_assets(asset)`` in a
+scheduled job). For assets built otherwise (an IO-manager asset, an external topic),
+:func:`build_kafka_asset_checks` makes standalone checks over the same evaluations.
+
+A check that cannot reach the cluster fails with the reason; it never raises into the run or the
+daemon.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dagster import (
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetKey,
+    AssetsDefinition,
+    MetadataValue,
+    multi_asset_check,
+)
+
+from .errors import KafkaOptionsError
+from .options import KafkaTableSpec
+from .run import metrics as m
+from .run.lag import source_lag
+from .run.transactions import open_transactions, transaction_timeouts
+from .run.write import is_exactly_once
+from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dagster import DagsterInstance
+
+    from .run import KafkaClients, ResolvedTable, StreamingRun
+
+#: How long one Kafka request of a check may take, retries included.
+CHECK_TIMEOUT_S = 15.0
+#: Broker setting that bounds every producer's transaction timeout.
+BROKER_MAX_TIMEOUT = "transaction.max.timeout.ms"
+
+
+def _invalid(check: str, parameter: str, why: str) -> KafkaOptionsError:
+    return KafkaOptionsError(f"{check}: parameter '{parameter}' {why}.", keys=(parameter,))
+
+
+def _non_negative(check: str, parameter: str, value: float | None) -> None:
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise _invalid(check, parameter, f"must be a number >= 0, got {value!r}")
+
+
+def _ratio(check: str, parameter: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+        raise _invalid(check, parameter, f"must be a ratio between 0 and 1, got {value!r}")
+
+
+def _duration_ms(check: str, parameter: str, value: timedelta | None) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, timedelta) or value.total_seconds() <= 0:
+        raise _invalid(check, parameter, f"must be a positive timedelta, got {value!r}")
+    return int(value.total_seconds() * 1000)
+
+
+def _severity(check: str, value: Any) -> AssetCheckSeverity:
+    if isinstance(value, AssetCheckSeverity):
+        return value
+    if isinstance(value, str) and value.upper() in ("WARN", "ERROR"):
+        return AssetCheckSeverity(value.upper())
+    raise _invalid(check, "severity", f"must be 'WARN' or 'ERROR', got {value!r}")
+
+
+@dataclass
+class CheckScope:
+    """What a check evaluates: the asset's Kafka tables and, when run with a materialization,
+    the run that just finished; otherwise the asset's last materialization."""
+
+    asset_key: AssetKey
+    sources: Mapping[str, ResolvedTable]
+    sink: ResolvedTable | None
+    clients: KafkaClients
+    #: Where the sources resume (this run's new checkpoint, or the last one).
+    checkpoint: OffsetsCheckpoint | None
+    #: The run that just materialized the asset, when the check runs with it.
+    run: StreamingRun | None = None
+    #: Metadata of the asset's last materialization, when the check runs alone.
+    last_metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the sink commits the source offsets in its transaction."""
+        return is_exactly_once(self.sink)
+
+
+def _value(entry: Any) -> Any:
+    return getattr(entry, "value", entry)
+
+
+@dataclass(frozen=True)
+class KafkaAssetCheck:
+    """Base of the Kafka asset checks: a name, a severity on failure and ``blocking``."""
+
+    #: The check's name on the asset (unique per asset).
+    name: str = ""
+    #: Severity of a failed result (``WARN`` or ``ERROR``).
+    severity: AssetCheckSeverity | str = AssetCheckSeverity.ERROR
+    #: With ``ERROR`` severity, a failure stops downstream assets of the same run.
+    blocking: bool = False
+    description: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", _severity(type(self).__name__, self.severity))
+        if not self.name:
+            object.__setattr__(self, "name", self.default_name)
+
+    @property
+    def default_name(self) -> str:
+        """The check's name when none is given."""
+        raise NotImplementedError
+
+    def spec(self, asset_key: AssetKey) -> AssetCheckSpec:
+        """The Dagster check spec of this check on ``asset_key``."""
+        return AssetCheckSpec(
+            self.name, asset=asset_key, description=self.description, blocking=self.blocking
+        )
+
+    def evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        """The check's result for ``scope``; any failure to evaluate is a failed result."""
+        try:
+            return self._evaluate(scope)
+        except Exception as exc:  # a check never raises into the run or the daemon
+            return self.failed(exc, scope.asset_key)
+
+    def failed(self, exc: BaseException, asset_key: AssetKey | None = None) -> AssetCheckResult:
+        """A failed result saying why the check could not be evaluated."""
+        return AssetCheckResult(
+            asset_key=asset_key,
+            check_name=self.name,
+            passed=False,
+            severity=self.severity,  # type: ignore[arg-type]
+            description=f"The check could not be evaluated: {exc}",
+            metadata={"error": f"{type(exc).__name__}: {exc}"},
+        )
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        raise NotImplementedError
+
+    def _verdict(
+        self,
+        scope: CheckScope,
+        failures: Sequence[str],
+        metadata: Mapping[str, Any],
+        *,
+        failed: str,
+        passed: str,
+    ) -> AssetCheckResult:
+        """Failed (``failed`` with the failures joined in for ``{}``) if any, else passed."""
+        if failures:
+            text = failed.format("; ".join(failures))
+            return self._result(scope, passed=False, description=text, metadata=metadata)
+        return self._result(scope, passed=True, description=passed, metadata=metadata)
+
+    def _result(
+        self,
+        scope: CheckScope,
+        *,
+        passed: bool,
+        description: str,
+        metadata: Mapping[str, Any],
+        severity: AssetCheckSeverity | None = None,
+    ) -> AssetCheckResult:
+        return AssetCheckResult(
+            asset_key=scope.asset_key,
+            check_name=self.name,
+            passed=passed,
+            severity=severity or self.severity,  # type: ignore[arg-type]
+            description=description,
+            metadata=dict(metadata),
+        )
+
+
+@dataclass(frozen=True)
+class DirtyDataCheck(KafkaAssetCheck):
+    """Dirty records of the run's sources vs a maximum count and ratio.
+
+    The count limit defaults to each source's ``ingestion.error-tolerance.max-count`` (a run
+    above it fails already, as in Flink); ``max_ratio`` adds a limit on the share of dirty
+    records. The result lists, per source, the dirty count and ratio, samples of the dirty
+    records (topic, partition, offset, error, the start of the value) and the dead-letter
+    topic. Make it ``blocking`` so downstream assets do not run on dirty input.
+
+    Example:
+        >>> DirtyDataCheck(max_ratio=0.01, blocking=True).name
+        'kafka_dirty_data'
+    """
+
+    max_count: int | None = None
+    max_ratio: float | None = None
+    description: ClassVar[str] = (
+        "Records of the Kafka sources that could not be decoded, against a maximum count and ratio."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_count is not None and (
+            not isinstance(self.max_count, int) or self.max_count < 0
+        ):
+            raise _invalid("DirtyDataCheck", "max_count", f"must be >= 0, got {self.max_count!r}")
+        _ratio("DirtyDataCheck", "max_ratio", self.max_ratio)
+
+    @property
+    def default_name(self) -> str:
+        return "kafka_dirty_data"
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        figures: dict[str, dict[str, Any]] = {}
+        samples: list[Any] = []
+        if scope.run is not None:
+            for name, read in scope.run.sources.items():
+                figures[name] = {
+                    "records": read.dirty.records,
+                    "dirty": read.dirty.dirty,
+                    "dead_letter_topic": read.dirty.dead_letter_topic,
+                    "max_count": read.table.spec.error_tolerance_max_count,
+                }
+                samples.extend(read.dirty.samples)
+        else:
+            last = scope.last_metadata
+            if m.NUM_RECORDS_IN.name not in last:
+                return self._result(
+                    scope,
+                    passed=True,
+                    description="No materialization with Kafka figures yet: nothing to check.",
+                    metadata={},
+                )
+            limits = [t.spec.error_tolerance_max_count for t in scope.sources.values()]
+            figures["all sources"] = {
+                "records": int(_value(last[m.NUM_RECORDS_IN.name])),
+                "dirty": int(_value(last.get(m.DIRTY_RECORDS.name, 0))),
+                "dead_letter_topic": None,
+                "max_count": min((x for x in limits if x >= 0), default=-1),
+            }
+            samples.extend(_value(last.get(m.DIRTY_SAMPLES)) or [])
+        failures: list[str] = []
+        for name, f in figures.items():
+            ratio = f["dirty"] / f["records"] if f["records"] else 0.0
+            f["ratio"] = round(ratio, 6)
+            limit = self.max_count if self.max_count is not None else f["max_count"]
+            if limit is not None and limit >= 0 and f["dirty"] > limit:
+                failures.append(f"{name}: {f['dirty']} dirty record(s) > max_count {limit}")
+            if self.max_ratio is not None and ratio > self.max_ratio:
+                failures.append(f"{name}: dirty ratio {ratio:.4g} > max_ratio {self.max_ratio}")
+        dirty = sum(f["dirty"] for f in figures.values())
+        records = sum(f["records"] for f in figures.values())
+        metadata: dict[str, Any] = {
+            m.DIRTY_RECORDS.name: dirty,
+            m.NUM_RECORDS_IN.name: records,
+            m.DIRTY_RATIO.name: round(dirty / records, 6) if records else 0.0,
+            "sources": MetadataValue.json(figures),
+        }
+        if self.max_count is not None:
+            metadata["max_count"] = self.max_count
+        if self.max_ratio is not None:
+            metadata["max_ratio"] = self.max_ratio
+        if samples:
+            metadata[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
+        letters = sorted(
+            {f["dead_letter_topic"] for f in figures.values() if f["dead_letter_topic"]}
+        )
+        if letters:
+            metadata["deadLetterTopics"] = ", ".join(letters)
+        return self._verdict(
+            scope,
+            failures,
+            metadata,
+            failed="Too much dirty data: {}. See the samples; fix the producer or the declared "
+            "schema, then re-run the affected offsets.",
+            passed=f"{dirty} dirty record(s) of {records} read, within the limits.",
+        )
+
+
+@dataclass(frozen=True)
+class TransactionTimeoutCheck(KafkaAssetCheck):
+    """An exactly-once sink's transaction timeout against the brokers' and the run's duration.
+
+    Fails (ERROR) when the producer's ``transaction.timeout.ms`` exceeds the smallest
+    ``transaction.max.timeout.ms`` of the brokers (every transaction would be refused); warns
+    when the run's transaction took more than ``warn_ratio`` of the timeout and fails above
+    ``fail_ratio`` (a larger run would be aborted by the broker). Alone, it checks the
+    configuration against the brokers and the last run's duration.
+
+    Example:
+        >>> TransactionTimeoutCheck(warn_ratio=0.4).fail_ratio
+        0.9
+    """
+
+    warn_ratio: float = 0.5
+    fail_ratio: float = 0.9
+    description: ClassVar[str] = (
+        "The exactly-once sink's transaction.timeout.ms against the brokers' "
+        "transaction.max.timeout.ms and the run's transaction duration."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _ratio("TransactionTimeoutCheck", "warn_ratio", self.warn_ratio)
+        _ratio("TransactionTimeoutCheck", "fail_ratio", self.fail_ratio)
+        if self.warn_ratio >= self.fail_ratio:
+            raise _invalid(
+                "TransactionTimeoutCheck",
+                "warn_ratio",
+                f"must be below fail_ratio ({self.fail_ratio}), got {self.warn_ratio}",
+            )
+
+    @property
+    def default_name(self) -> str:
+        return "kafka_transaction_timeout"
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        sink = scope.sink
+        if sink is None or not scope.exactly_once:
+            return self._result(
+                scope,
+                passed=True,
+                description="The sink is not exactly-once: no transactions to check.",
+                metadata={},
+            )
+        timeouts = transaction_timeouts(sink.producer, scope.clients.admin(sink))
+        metadata: dict[str, Any] = {
+            m.TRANSACTION_TIMEOUT.name: timeouts.effective_ms,
+            BROKER_MAX_TIMEOUT: timeouts.broker_max_ms,
+        }
+        if timeouts.exceeds_broker:
+            return self._result(
+                scope,
+                passed=False,
+                severity=AssetCheckSeverity.ERROR,
+                description=(
+                    f"'properties.transaction.timeout.ms' = {timeouts.configured_ms} exceeds the "
+                    f"brokers' '{BROKER_MAX_TIMEOUT}' = {timeouts.broker_max_ms}: every "
+                    f"transaction of the sink would be refused. Lower the table's timeout or "
+                    f"raise the broker setting."
+                ),
+                metadata=metadata,
+            )
+        duration = None
+        if scope.run is not None and scope.run.write_result is not None:
+            duration = getattr(scope.run.write_result, "transaction_ms", None)
+        elif m.TRANSACTION_DURATION.name in scope.last_metadata:
+            duration = float(_value(scope.last_metadata[m.TRANSACTION_DURATION.name]))
+        if duration is None:
+            return self._result(
+                scope,
+                passed=True,
+                description=f"Timeout {timeouts.effective_ms} ms is within the brokers' maximum; "
+                f"no transaction measured yet.",
+                metadata=metadata,
+            )
+        share = duration / timeouts.effective_ms
+        metadata.update({m.TRANSACTION_DURATION.name: duration, "timeoutShare": round(share, 4)})
+        advice = (
+            f"The transaction took {duration:.0f} ms, {share:.0%} of the {timeouts.effective_ms} "
+            f"ms timeout"
+        )
+        if share > self.fail_ratio:
+            return self._result(
+                scope,
+                passed=False,
+                severity=AssetCheckSeverity.ERROR,
+                description=f"{advice} (> {self.fail_ratio:.0%}): a larger run would be aborted "
+                f"by the broker. Raise 'properties.transaction.timeout.ms' (up to the brokers' "
+                f"'{BROKER_MAX_TIMEOUT}') or read less per run.",
+                metadata=metadata,
+            )
+        if share > self.warn_ratio:
+            return self._result(
+                scope,
+                passed=False,
+                severity=AssetCheckSeverity.WARN,
+                description=f"{advice} (> {self.warn_ratio:.0%}).",
+                metadata=metadata,
+            )
+        return self._result(scope, passed=True, description=f"{advice}.", metadata=metadata)
+
+
+@dataclass(frozen=True)
+class HangingTransactionsCheck(KafkaAssetCheck):
+    """Partitions held by a transaction open longer than the transaction timeout.
+
+    Looks at the sink topic and at every source read ``read_committed``: a partition whose last
+    stable offset stays below its high watermark blocks read_committed consumers there. A
+    transaction open longer than ``max_open`` (default: the sink's transaction timeout, or the
+    brokers' ``transaction.max.timeout.ms`` for source topics) is hanging; the result names the
+    partitions, both offsets and how long, and how to resolve it.
+
+    Example:
+        >>> HangingTransactionsCheck(max_open=timedelta(minutes=5)).name
+        'kafka_hanging_transactions'
+    """
+
+    max_open: timedelta | None = None
+    description: ClassVar[str] = (
+        "Partitions of the sink and read_committed sources whose last stable offset is held "
+        "below the high watermark by a transaction open longer than the transaction timeout."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _duration_ms("HangingTransactionsCheck", "max_open", self.max_open)
+
+    @property
+    def default_name(self) -> str:
+        return "kafka_hanging_transactions"
+
+    def _tables(self, scope: CheckScope) -> list[tuple[ResolvedTable, bool]]:
+        tables: list[tuple[ResolvedTable, bool]] = []
+        if scope.sink is not None:
+            tables.append((scope.sink, True))
+        for table in scope.sources.values():
+            if table.consumer.get("isolation.level", "read_committed") == "read_committed":
+                tables.append((table, False))
+        return tables
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        now = int(time.time() * 1000)
+        explicit = _duration_ms(self.name, "max_open", self.max_open)
+        hanging: list[dict[str, Any]] = []
+        open_ones: list[dict[str, Any]] = []
+        seen: set[tuple[str, int]] = set()
+        for table, is_sink in self._tables(scope):
+            admin = scope.clients.admin(table)
+            limit = explicit
+            if limit is None:
+                timeouts = transaction_timeouts(table.producer, admin)
+                limit = timeouts.effective_ms if is_sink else timeouts.broker_max_ms
+            partitions = [tp for tp in _table_partitions(table, admin) if tp not in seen]
+            seen.update(partitions)
+            for txn in open_transactions(admin, partitions, table.consumer):
+                held = txn.open_ms(now)
+                row = {
+                    "topic": txn.topic,
+                    "partition": txn.partition,
+                    "lastStableOffset": txn.last_stable_offset,
+                    "highWatermark": txn.high_watermark,
+                    "openMs": held,
+                    "limitMs": limit,
+                }
+                open_ones.append(row)
+                if held is not None and limit is not None and held > limit:
+                    hanging.append(row)
+        metadata: dict[str, Any] = {
+            "openTransactions": len(open_ones),
+            "hangingTransactions": len(hanging),
+            "partitions": MetadataValue.json(open_ones),
+        }
+        if hanging:
+            names = ", ".join(
+                f"{h['topic']}-{h['partition']} (last stable offset {h['lastStableOffset']}, "
+                f"high watermark {h['highWatermark']}, open {h['openMs'] / 1000:.0f}s)"
+                for h in hanging
+            )
+            first = hanging[0]
+            return self._result(
+                scope,
+                passed=False,
+                description=(
+                    f"Hanging transaction(s) hold {names}: read_committed consumers cannot read "
+                    f"past them. Find the producer with `kafka-transactions.sh "
+                    f"--bootstrap-server <servers> find-hanging --broker-id <id>`, then abort "
+                    f"with `kafka-transactions.sh --bootstrap-server <servers> abort --topic "
+                    f"{first['topic']} --partition {first['partition']} --start-offset "
+                    f"{first['lastStableOffset']}`."
+                ),
+                metadata=metadata,
+            )
+        return self._result(
+            scope,
+            passed=True,
+            description=f"{len(open_ones)} open transaction(s), none open beyond the timeout.",
+            metadata=metadata,
+        )
+
+
+def _table_partitions(table: ResolvedTable, admin: Any) -> list[tuple[str, int]]:
+    found = admin.discover(table.spec.topics, table.spec.topic_pattern)
+    return [(topic, p) for topic, count in found.items() for p in range(count)]
+
+
+@dataclass(frozen=True)
+class ConsumerLagCheck(KafkaAssetCheck):
+    """Records the streaming asset has not read yet, and how old the oldest of them is.
+
+    Pending records are planned exactly as the next run would plan them: from the checkpoint
+    (under exactly-once, the consumer group's committed offsets) to the end of the log. The
+    oldest pending record's age comes from its timestamp (one fetch per partition with records
+    pending). Run it alone on a schedule to watch freshness between runs.
+
+    Example:
+        >>> ConsumerLagCheck(max_pending_records=10_000, severity="WARN").name
+        'kafka_consumer_lag'
+    """
+
+    max_pending_records: int | None = None
+    max_pending_age: timedelta | None = None
+    description: ClassVar[str] = (
+        "Records of the Kafka sources not read yet (pending records) and the age of the oldest."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _non_negative("ConsumerLagCheck", "max_pending_records", self.max_pending_records)
+        _duration_ms("ConsumerLagCheck", "max_pending_age", self.max_pending_age)
+        if self.max_pending_records is None and self.max_pending_age is None:
+            raise _invalid(
+                "ConsumerLagCheck",
+                "max_pending_records",
+                "or 'max_pending_age' must be given (a lag check needs a threshold)",
+            )
+
+    @property
+    def default_name(self) -> str:
+        return "kafka_consumer_lag"
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        now = int(time.time() * 1000)
+        age_limit = _duration_ms(self.name, "max_pending_age", self.max_pending_age)
+        per_partition: dict[str, Any] = {}
+        total = 0
+        oldest: int | None = None
+        for name, table in scope.sources.items():
+            lag = source_lag(
+                table,
+                scope.clients.admin(table),
+                scope.checkpoint,
+                exactly_once=scope.exactly_once,
+                probe_ages=age_limit is not None,
+            )
+            total += lag.total
+            age = lag.oldest_age_ms(now)
+            if age is not None:
+                oldest = age if oldest is None else max(oldest, age)
+            for tp, pending in lag.pending.items():
+                per_partition[f"{name}/{tp[0]}-{tp[1]}"] = pending
+        metadata: dict[str, Any] = {
+            m.PENDING_RECORDS.name: total,
+            m.OFFSETS: MetadataValue.json(per_partition),
+        }
+        if oldest is not None:
+            metadata[m.OLDEST_PENDING_AGE.name] = oldest
+        failures = []
+        if self.max_pending_records is not None and total > self.max_pending_records:
+            failures.append(
+                f"{total} pending record(s) > max_pending_records {self.max_pending_records}"
+            )
+        if age_limit is not None and oldest is not None and oldest > age_limit:
+            failures.append(
+                f"the oldest pending record is {oldest / 1000:.0f}s old > "
+                f"max_pending_age {age_limit / 1000:.0f}s"
+            )
+        return self._verdict(
+            scope,
+            failures,
+            metadata,
+            failed="Kafka sources lag: {}. Materialize the asset (or raise its schedule's "
+            "frequency).",
+            passed=f"{total} pending record(s), within the limits.",
+        )
+
+
+def default_checks(
+    sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None
+) -> list[KafkaAssetCheck]:
+    """The checks a streaming asset gets when it names none: dirty data where a source
+    tolerates dirty records, transaction timeout and hanging transactions for an exactly-once
+    sink."""
+    checks: list[KafkaAssetCheck] = []
+    tolerant = any(
+        spec.ignore_errors
+        or spec.value_format.ignore_parse_errors
+        or (spec.key_format is not None and spec.key_format.ignore_parse_errors)
+        for spec in sources.values()
+    )
+    if tolerant:
+        checks.append(DirtyDataCheck())
+    if sink is not None and sink.delivery_guarantee.value == "exactly-once":
+        checks += [TransactionTimeoutCheck(), HangingTransactionsCheck()]
+    return checks
+
+
+def check_names_are_unique(checks: Sequence[KafkaAssetCheck], asset: str) -> None:
+    """Refuse two checks of one name on an asset (Dagster keys checks by asset and name)."""
+    names = [c.name for c in checks]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise KafkaOptionsError(
+            f"Asset {asset!r} has more than one check named {', '.join(twice)}; give each check "
+            f"a distinct 'name'.",
+            keys=("checks",),
+        )
+
+
+def last_materialization_metadata(instance: DagsterInstance, key: AssetKey) -> dict[str, Any]:
+    """Metadata of the asset's last materialization ({} before the first)."""
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return dict(event.asset_materialization.metadata)
+
+
+def checkpoint_of(metadata: Mapping[str, Any]) -> OffsetsCheckpoint | None:
+    """The offsets checkpoint recorded in materialization ``metadata``, if any."""
+    value = metadata.get(CHECKPOINT_METADATA_KEY)
+    if value is None:
+        return None
+    return OffsetsCheckpoint.from_json(getattr(value, "data", value))
+
+
+def build_kafka_asset_checks(
+    asset: AssetKey | str | Sequence[str] | AssetsDefinition,
+    checks: Sequence[KafkaAssetCheck],
+    *,
+    sources: Mapping[str, KafkaTableSpec] | None = None,
+    sink: KafkaTableSpec | None = None,
+    kafka_resource_key: str = "kafka",
+    name: str | None = None,
+) -> list[Any]:
+    """Standalone checks of ``asset`` over its Kafka tables, evaluated without a run.
+
+    For assets not built by ``@kafka_streaming_asset`` (those take ``checks=`` instead): an
+    asset written to a Kafka ``sink`` through ``KafkaIOManager``, or the consumer lag of
+    ``sources`` that a job of yours reads. Figures a run would know (dirty records, the
+    transaction's duration) come from the asset's last materialization.
+
+    Example:
+        >>> checks = build_kafka_asset_checks(  # doctest: +SKIP
+        ...     "revenue", [HangingTransactionsCheck()], sink=revenue_table)
+        >>> Definitions(assets=[...], asset_checks=checks)  # doctest: +SKIP
+
+    Raises:
+        KafkaOptionsError: two checks share a name, or no table is given.
+    """
+    from .run import KafkaClients
+
+    key = asset.key if isinstance(asset, AssetsDefinition) else AssetKey.from_coercible(asset)
+    sources = dict(sources or {})
+    if not sources and sink is None:
+        raise KafkaOptionsError(
+            "build_kafka_asset_checks needs the asset's Kafka 'sources' or 'sink' table.",
+            keys=("sources", "sink"),
+        )
+    check_names_are_unique(checks, key.to_user_string())
+    by_key = {AssetCheckKey(key, c.name): c for c in checks}
+
+    @multi_asset_check(
+        specs=[c.spec(key) for c in checks],
+        name=name or f"{key.to_python_identifier()}_kafka_checks",
+        can_subset=True,
+        required_resource_keys={kafka_resource_key},
+    )
+    def _kafka_checks(context):  # type: ignore[no-untyped-def]
+        # (unannotated: Dagster checks the annotation's object, and annotations are strings)
+        kafka = getattr(context.resources, kafka_resource_key)
+        selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
+        yield from evaluate_checks(
+            selected,
+            key,
+            lambda: CheckScope(
+                asset_key=key,
+                sources={n: kafka.resolve(s, n) for n, s in sources.items()},
+                sink=kafka.resolve(sink, key.to_user_string()) if sink is not None else None,
+                clients=KafkaClients(timeout_s=CHECK_TIMEOUT_S),
+                checkpoint=None,
+            ),
+            context.instance,
+        )
+
+    return [_kafka_checks]
+
+
+def evaluate_checks(
+    checks: Sequence[KafkaAssetCheck],
+    asset_key: AssetKey,
+    make_scope: Callable[[], CheckScope],
+    instance: DagsterInstance | None = None,
+) -> list[AssetCheckResult]:
+    """Evaluate ``checks`` over the scope ``make_scope`` builds; without a run in it, over the
+    asset's last materialization (read from ``instance``). Never raises: a scope that cannot
+    be built (no bootstrap servers, an unreadable checkpoint) fails every check with why."""
+    if not checks:
+        return []
+    try:
+        scope = make_scope()
+        if scope.run is None and instance is not None:
+            scope.last_metadata = last_materialization_metadata(instance, scope.asset_key)
+            if scope.checkpoint is None:
+                scope.checkpoint = checkpoint_of(scope.last_metadata)
+    except Exception as exc:  # a check never raises into the run or the daemon
+        return [c.failed(exc, asset_key) for c in checks]
+    return [c.evaluate(scope) for c in checks]
+
+
+__all__ = [
+    "ConsumerLagCheck",
+    "DirtyDataCheck",
+    "HangingTransactionsCheck",
+    "KafkaAssetCheck",
+    "TransactionTimeoutCheck",
+    "build_kafka_asset_checks",
+]

@@ -1,0 +1,261 @@
+"""The materialization cycle: plan → read → decode → (the user's query) → write → commit.
+
+:class:`StreamingRun` strings the phases together for one bounded run over source tables and an
+optional sink table; it is what the streaming asset and the IO manager drive, and it runs without
+Dagster. A run either fully succeeds and returns the new checkpoint, or raises and leaves the
+previous one in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..options import KafkaTableSpec
+from ..sink.transactional import TransactionalSink, TransactionResult
+from ..sink.writer import WriteResult
+from ..source._admin import KafkaAdmin
+from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan
+from ..source.offsets import TopicPartition
+from ..state.checkpoint import OffsetsCheckpoint
+from . import metrics as m
+from .commit import commit_group_offsets, next_checkpoint
+from .decode import DecodedTable, decode_table
+from .dirty import DirtyData, apply_dirty_policy
+from .plan import pending_records, plan_table
+from .read import read_table
+from .tables import KafkaClients, ResolvedTable, resolve_table
+from .write import is_exactly_once, open_transaction, write_dead_letters, write_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class SourceRead:
+    """What reading one source table produced in a run."""
+
+    table: ResolvedTable
+    admin: KafkaAdmin
+    plan: SourcePlan
+    decoded: DecodedTable
+    dirty: DirtyData
+    read_s: float
+    committed: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def frame(self) -> DataFrame:
+        """The source's clean rows (its declared columns)."""
+        return self.decoded.frame
+
+
+@dataclass
+class StreamingRun:
+    """One bounded run over Kafka source tables, and optionally a Kafka sink table.
+
+    Args:
+        spark: the Spark session.
+        defaults: connection defaults every table gets unless it sets them (``bootstrap.servers``
+            and client properties, e.g. from ``KafkaResource.connection_defaults()``).
+        checkpoint: the last successful run's checkpoint, or None for a first run.
+        sink: the Kafka sink table, if the run writes to one.
+        asset_name: names the stable transactional id of an exactly-once sink.
+        max_records_per_split: ranges larger than this are split over several Spark tasks.
+        min_splits: read with at least this many Spark tasks (large ranges are cut to get them).
+
+    Example:
+        >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
+        ...                    asset_name="channel_revenue")  # doctest: +SKIP
+        >>> run.write(revenue, query(run.read("orders", orders)))  # doctest: +SKIP
+        >>> checkpoint = run.commit()  # doctest: +SKIP
+    """
+
+    spark: SparkSession
+    defaults: Mapping[str, str]
+    checkpoint: OffsetsCheckpoint | None = None
+    sink: KafkaTableSpec | None = None
+    asset_name: str | None = None
+    max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT
+    min_splits: int | None = None
+    log: logging.Logger | Any = _log
+    clients: KafkaClients = field(default_factory=KafkaClients)
+    sources: dict[str, SourceRead] = field(default_factory=dict)
+    write_result: WriteResult | None = None
+    transaction: TransactionalSink | None = None
+    started: float = field(default_factory=time.monotonic)
+    _sink_table: ResolvedTable | None = None
+
+    def resolve(self, spec: KafkaTableSpec, name: str | None = None) -> ResolvedTable:
+        """``spec`` resolved against the run's connection defaults."""
+        if spec is self.sink and self._sink_table is not None:
+            return self._sink_table
+        table = resolve_table(spec, self.defaults, name)
+        if spec is self.sink:
+            self._sink_table = table
+        return table
+
+    def begin(self) -> None:
+        """Prepare the sink before anything is read: under exactly-once, fence the previous run
+        of the asset (``init_transactions``), so the offsets read next are final."""
+        if self.sink is None or self.transaction is not None:
+            return
+        table = self.resolve(self.sink, self.asset_name)
+        if is_exactly_once(table):
+            self.transaction = open_transaction(table, self.asset_name, self.clients, self.log)
+
+    def read(self, name: str, spec: KafkaTableSpec) -> DataFrame:
+        """Plan, read and decode source ``name``; apply the dirty-data policy.
+
+        Returns the table's clean rows as a DataFrame (columns as declared).
+        """
+        began = time.monotonic()
+        self.begin()
+        table = self.resolve(spec, name)
+        admin = self.clients.admin(table)
+        plan = plan_table(
+            table,
+            admin,
+            self.checkpoint,
+            transaction=self.transaction,
+            sink=self._sink_table,
+            max_records_per_split=self.max_records_per_split,
+            min_splits=self.min_splits,
+        )
+        for reason in plan.resets.values():
+            self.log.warning(reason)
+        decoded = decode_table(table, read_table(self.spark, table, plan))
+        read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
+        self.sources[name] = read  # cached data is released by close() even if dirty fails
+        read.dirty = apply_dirty_policy(table, decoded, self.log)
+        read.read_s = time.monotonic() - began
+        return read.frame
+
+    def write(self, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
+        """Write ``frame`` to ``spec``'s topic with its delivery guarantee.
+
+        Exactly-once: output, dead letters and every source's stop offsets commit in one
+        transaction.
+        """
+        if spec is self.sink:
+            self.begin()
+        table = self.resolve(spec, self.asset_name if spec is self.sink else None)
+        transaction = self.transaction if spec is self.sink else None
+        dirty = [read.dirty for read in self.sources.values()]
+        self.write_result = write_table(
+            table,
+            frame,
+            self.clients,
+            self.log,
+            transaction=transaction,
+            source_offsets={
+                read.admin.group_id: dict(read.plan.stops)
+                for read in self.sources.values()
+                if read.admin.group_id
+            },
+            dirty=dirty,
+        )
+        if transaction is not None:
+            for read in self.sources.values():
+                read.dirty = _without_letters(read.dirty)
+        return self.write_result
+
+    def commit(self) -> OffsetsCheckpoint:
+        """The new checkpoint; also commits it to each source's consumer group (monitoring).
+
+        Dead letters not written in a transaction are written first (at-least-once), so a run
+        that fails to write them does not advance.
+        """
+        tables = {name: read.table for name, read in self.sources.items()}
+        write_dead_letters(tables, [read.dirty for read in self.sources.values()])
+        for read in self.sources.values():
+            read.dirty = _without_letters(read.dirty)
+            read.committed = commit_group_offsets(
+                read.table.name,
+                read.admin,
+                read.plan.stops,
+                commit=self.transaction is None and read.table.commit_offsets,
+                log=self.log,
+            )
+        stops = {name: read.plan.stops for name, read in self.sources.items()}
+        return next_checkpoint(self.checkpoint, stops)
+
+    def close(self) -> None:
+        """Release cached data and the transactional producer."""
+        for read in self.sources.values():
+            read.decoded.decoded.unpersist()
+        if self.transaction is not None:
+            self.transaction.close()
+
+    def metadata(self) -> dict[str, Any]:
+        """The run's metrics under their Flink names (:mod:`.metrics`), for metadata."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        reads = list(self.sources.values())
+        records_in = sum(r.decoded.stats.records for r in reads)
+        dirty = sum(r.decoded.stats.dirty for r in reads)
+        out: dict[str, Any] = {
+            m.NUM_RECORDS_IN.name: records_in,
+            m.NUM_BYTES_IN.name: sum(r.decoded.stats.bytes for r in reads),
+            m.NUM_RECORDS_IN_PER_SECOND.name: round(records_in / elapsed, 1),
+            m.NUM_RECORDS_IN_ERRORS.name: dirty,
+            m.DIRTY_RECORDS.name: dirty,
+            m.DIRTY_RATIO.name: round(dirty / records_in, 6) if records_in else 0.0,
+            m.DURATION.name: round(elapsed, 3),
+        }
+        newest = [r.decoded.stats.newest_timestamp_ms for r in reads]
+        stamps = [t for t in newest if t]
+        if stamps:
+            lag = max(int(time.time() * 1000) - max(stamps), 0)
+            out[m.CURRENT_EMIT_EVENT_TIME_LAG.name] = lag
+        offsets: dict[str, Any] = {}
+        pending_total = 0
+        for name, read in self.sources.items():
+            stops = read.plan.stops
+            ends = read.admin.end_offsets(list(stops)) if stops else {}
+            pending = pending_records({tp: ends.get(tp, stop) for tp, stop in stops.items()}, stops)
+            for tp, stop in sorted(stops.items()):
+                pending_total += pending[tp]
+                offsets[f"{name}/{tp[0]}-{tp[1]}"] = {
+                    m.START_OFFSET.name: read.plan.starts[tp],
+                    m.END_OFFSET.name: stop,
+                    m.CURRENT_OFFSET.name: stop,
+                    m.COMMITTED_OFFSET.name: read.committed.get(tp),
+                    m.PARTITION_PENDING.name: pending[tp],
+                }
+        out[m.PENDING_RECORDS.name] = pending_total
+        out[m.OFFSETS] = offsets
+        if self.write_result is not None:
+            out.update(write_metrics(self.write_result, elapsed))
+        return out
+
+
+def write_metrics(result: WriteResult, elapsed_s: float) -> dict[str, Any]:
+    """The metrics of one write (and of its transaction under exactly-once)."""
+    out: dict[str, Any] = {
+        m.NUM_RECORDS_OUT.name: result.records,
+        m.NUM_BYTES_OUT.name: result.bytes,
+        m.NUM_RECORDS_OUT_PER_SECOND.name: round(result.records / max(elapsed_s, 1e-9), 1),
+        m.CURRENT_SEND_TIME.name: round(result.send_ms, 1),
+        m.NUM_RECORDS_OUT_ERRORS.name: result.failed,
+    }
+    if isinstance(result, TransactionResult):
+        out.update(
+            {
+                m.TRANSACTIONAL_ID.name: result.transactional_id,
+                m.PRODUCER_ID.name: result.producer_id,
+                m.PRODUCER_EPOCH.name: result.producer_epoch,
+                m.TRANSACTION_DURATION.name: result.transaction_ms,
+                m.TRANSACTION_TIMEOUT.name: result.timeout_ms,
+                m.COMMIT_ATTEMPTS.name: result.commit_attempts,
+            }
+        )
+    return out
+
+
+def _without_letters(dirty: DirtyData) -> DirtyData:
+    """``dirty`` once its dead letters are written (they must not be written twice)."""
+    return replace(dirty, dead_letters=None)

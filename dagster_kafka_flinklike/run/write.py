@@ -1,0 +1,121 @@
+"""Write: the query's result to the sink table with its ``sink.delivery-guarantee``.
+
+``none`` and ``at-least-once`` go through the writer tasks. ``exactly-once`` first fences the
+asset's previous transactional producer (:func:`open_transaction`, before anything is read), then
+produces the output, the dead letters and every source's stop offsets in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KafkaOptionsError
+from ..options import DeliveryGuarantee
+from ..sink.partitioners import SinkPartitioner
+from ..sink.serializer import serialize
+from ..sink.transactional import TransactionalSink, transactional_id
+from ..sink.writer import WriteResult, plan_partitioner, write
+from ..source.offsets import TopicPartition
+from .dirty import DirtyData
+from .tables import KafkaClients, ResolvedTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+def is_exactly_once(table: ResolvedTable | None) -> bool:
+    """Whether ``table`` is a sink that commits output and source offsets in one transaction."""
+    return table is not None and table.spec.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
+
+
+def sink_partitioner(table: ResolvedTable, clients: KafkaClients) -> SinkPartitioner:
+    """The table's ``sink.partitioner`` for its topic, with its class loaded once at declaration
+    and the topic's partitions read through the run's admin client (only when it needs them)."""
+    return plan_partitioner(
+        table.spec.sink_partitioner,
+        table.topic,
+        clients.admin(table).client,
+        table.partitioner_class,
+    )
+
+
+def open_transaction(
+    sink: ResolvedTable, asset_name: str | None, clients: KafkaClients, log: logging.Logger | Any
+) -> TransactionalSink:
+    """Fence the previous run of the asset and get its transactional producer ready.
+
+    ``init_transactions`` with the stable id aborts or completes a lingering transaction, so
+    the source offsets read next are final.
+
+    Raises:
+        KafkaOptionsError: no asset name, or ``transaction.timeout.ms`` above the brokers' max.
+        TransactionError: the producer could not be initialised.
+    """
+    if not asset_name:
+        raise KafkaOptionsError("An exactly-once sink needs the asset's name.")
+    transaction = TransactionalSink(
+        sink.topic,
+        sink.producer,
+        transactional_id(sink.spec.transactional_id_prefix or "", asset_name),
+        partitioner=sink_partitioner(sink, clients),
+        consumer=sink.consumer,
+        admin=clients.admin(sink),
+        log=log,
+    )
+    transaction.begin()
+    return transaction
+
+
+def write_table(
+    table: ResolvedTable,
+    frame: DataFrame,
+    clients: KafkaClients,
+    log: logging.Logger | Any,
+    *,
+    transaction: TransactionalSink | None = None,
+    source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
+    dirty: Sequence[DirtyData] = (),
+) -> WriteResult:
+    """Serialize ``frame`` and produce it to the table's topic.
+
+    With ``transaction`` (exactly-once), the output, the dead letters of ``dirty`` and
+    ``source_offsets`` (consumer group → stop offsets) commit in that one transaction;
+    otherwise the table's delivery guarantee applies and dead letters are the commit phase's.
+
+    Raises:
+        DeliveryError: an at-least-once record was not delivered.
+        TransactionError: the transaction was fenced, timed out or failed to commit.
+    """
+    encoded = serialize(table.spec, frame)
+    if transaction is not None:
+        letters = [
+            (d.dead_letter_topic or "", d.dead_letters) for d in dirty if d.dead_letters is not None
+        ]
+        return transaction.write(encoded, source_offsets or {}, extra=letters)
+    result = write(
+        encoded,
+        table.topic,
+        table.producer,
+        table.spec.delivery_guarantee,
+        parallelism=table.spec.sink_parallelism,
+        partitioner=sink_partitioner(table, clients),
+    )
+    log.info(
+        f"Wrote {result.records} record(s) to {table.topic!r} "
+        f"({table.spec.delivery_guarantee.value}); recording the checkpoint next."
+    )
+    return result
+
+
+def write_dead_letters(sources: Mapping[str, ResolvedTable], dirty: Sequence[DirtyData]) -> None:
+    """Write the dead letters of ``dirty`` (at-least-once) to their sources' dead-letter topics.
+
+    Raises:
+        DeliveryError: a dead letter was not delivered (the run fails, the checkpoint stays).
+    """
+    for data in dirty:
+        if data.dead_letters is None or not data.dead_letter_topic:
+            continue
+        write(data.dead_letters, data.dead_letter_topic, sources[data.source].producer)

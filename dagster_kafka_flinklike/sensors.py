@@ -1,0 +1,369 @@
+"""Sensors for Kafka tables: partition discovery and new data.
+
+- **Discovery** (Flink's ``scan.topic-partition-discovery.interval``): at the table's interval, a
+  tick lists the topics matching ``topic`` / ``topic-pattern`` and their partitions, keeps them in
+  the cursor, logs what appeared and requests a run of the assets that read the table (new
+  partitions start at the log start there, as in Flink). A discovery is requested once.
+- **New data**: a tick plans what the next run of a streaming asset would read (the run's own
+  planner, no record read), records the per-partition lag as an observation of the asset (so
+  the UI plots lag between runs) and requests a run when enough records are pending or the
+  oldest has waited too long. The run key names the end offsets it saw, so one batch is never
+  requested twice, and no run is requested while one of the asset is in flight.
+
+A tick is a few metadata requests with a short timeout; a cluster that does not answer gives a
+skip with the reason and leaves the cursor where it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from dagster import (
+    AssetKey,
+    AssetObservation,
+    AssetsDefinition,
+    AssetSelection,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    MetadataValue,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from .asset_decorator import latest_checkpoint, streaming_tables
+from .errors import KafkaOptionsError
+from .options import DeliveryGuarantee, KafkaTableSpec
+from .run import KafkaClients
+from .run import metrics as m
+from .run.lag import source_lag
+
+#: How long one Kafka request of a tick may take, retries included (Dagster allows 60 s).
+TICK_TIMEOUT_S = 10.0
+#: Version of the sensors' cursor layout.
+CURSOR_VERSION = 1
+#: Tag on the runs a sensor requests, naming the sensor.
+SENSOR_TAG = "dagster-kafka-flinklike/sensor"
+_IN_FLIGHT = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+#: Admin clients kept by the code server between ticks: one per cluster.
+_CLIENTS = KafkaClients(timeout_s=TICK_TIMEOUT_S)
+
+
+def _identifier(text: str) -> str:
+    return re.sub(r"\W+", "_", text).strip("_") or "kafka"
+
+
+def _table_label(spec: KafkaTableSpec) -> str:
+    return spec.name or ";".join(spec.topics) or str(spec.topic_pattern)
+
+
+def _cursor(text: str | None, key: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
+        return None
+    value = data.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def _dump(key: str, value: Mapping[str, Any]) -> str:
+    return json.dumps({"v": CURSOR_VERSION, key: dict(sorted(value.items()))}, sort_keys=True)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _asset_keys(assets: Sequence[AssetsDefinition | AssetKey | str]) -> list[AssetKey]:
+    keys: list[AssetKey] = []
+    for a in assets:
+        keys.extend(a.keys if isinstance(a, AssetsDefinition) else [AssetKey.from_coercible(a)])
+    return keys
+
+
+def build_kafka_discovery_sensor(
+    table: KafkaTableSpec,
+    assets: Sequence[AssetsDefinition | AssetKey | str],
+    *,
+    name: str | None = None,
+    minimum_interval_seconds: int | None = None,
+    kafka_resource_key: str = "kafka",
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+) -> SensorDefinition:
+    """A sensor that discovers the topics and partitions of a source ``table`` and requests a
+    run of ``assets`` (those that read it) when new ones appear.
+
+    It ticks every ``scan.topic-partition-discovery.interval`` of the table (Flink's default:
+    5 minutes) unless ``minimum_interval_seconds`` says otherwise. The first tick records what
+    exists; later ticks log new topics and partitions (and vanished ones) and request one run
+    per discovery, never the same discovery twice.
+
+    Example:
+        >>> sensor = build_kafka_discovery_sensor(ORDERS, [channel_revenue])  # doctest: +SKIP
+
+    Raises:
+        KafkaOptionsError: the table turns discovery off (interval 0 or negative) and no
+            ``minimum_interval_seconds`` is given, or no asset is named.
+    """
+    interval_ms = table.partition_discovery_interval_ms
+    if minimum_interval_seconds is None:
+        if interval_ms is None:
+            raise KafkaOptionsError(
+                f"Table {_table_label(table)!r} disables partition discovery "
+                f"('scan.topic-partition-discovery.interval' is 0 or negative); set a positive "
+                f"interval or pass minimum_interval_seconds.",
+                keys=("scan.topic-partition-discovery.interval",),
+            )
+        minimum_interval_seconds = max(1, interval_ms // 1000)
+    keys = _asset_keys(assets)
+    if not keys:
+        raise KafkaOptionsError("A discovery sensor needs the assets that read the table.")
+    label = _table_label(table)
+    sensor_name = name or f"{_identifier(label)}_partition_discovery"
+
+    @sensor(
+        name=sensor_name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        target=AssetSelection.assets(*keys),
+        required_resource_keys={kafka_resource_key},
+        description=f"Discovers new topics and partitions of Kafka table {label!r} "
+        f"({'pattern ' + repr(table.topic_pattern) if table.topic_pattern else table.topics}).",
+    )
+    def _discovery(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+        kafka = getattr(context.resources, kafka_resource_key)
+        resolved = None
+        try:
+            resolved = kafka.resolve(table, label)
+            found = _CLIENTS.admin(resolved).discover(table.topics, table.topic_pattern)
+        except Exception as exc:  # a tick never raises: skip, keep the cursor
+            if resolved is not None:
+                _CLIENTS.forget(resolved)
+            return SkipReason(f"Could not read the topics of Kafka table {label!r}: {exc}")
+        cursor = _dump("topics", found)
+        known = _cursor(context.cursor, "topics")
+        total = sum(found.values())
+        if known is None:
+            return SensorResult(
+                skip_reason=f"First discovery of {label!r}: {len(found)} topic(s), {total} "
+                f"partition(s); new ones are reported from now on.",
+                cursor=cursor,
+            )
+        new = {
+            t: list(range(int(known.get(t, 0)), n)) for t, n in found.items() if n > known.get(t, 0)
+        }
+        gone = sorted(set(known) - set(found))
+        if gone:
+            context.log.info(f"Topic(s) no longer matched by {label!r}: {', '.join(gone)}")
+        if not new:
+            return SensorResult(
+                skip_reason=f"No new topics or partitions of {label!r} ({len(found)} topic(s), "
+                f"{total} partition(s)).",
+                cursor=cursor,
+            )
+        described = "; ".join(
+            f"{t}: {'new topic, ' if t not in known else ''}partition(s) {', '.join(map(str, ps))}"
+            for t, ps in sorted(new.items())
+        )
+        context.log.info(
+            f"Discovered for Kafka table {label!r}: {described}. They start at the log start "
+            f"offset (as in Flink); requesting a run of "
+            f"{', '.join(k.to_user_string() for k in keys)}."
+        )
+        request = RunRequest(
+            run_key=f"discovery-{_digest(new)}",
+            asset_selection=keys,
+            tags={SENSOR_TAG: sensor_name},
+        )
+        return SensorResult(run_requests=[request], cursor=cursor)
+
+    return _discovery
+
+
+def build_kafka_discovery_sensors(
+    assets: Sequence[AssetsDefinition],
+    *,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+) -> list[SensorDefinition]:
+    """One discovery sensor per source table of the streaming ``assets`` whose
+    ``scan.topic-partition-discovery.interval`` is positive (Flink's default is 5 minutes),
+    targeting every given asset that reads the table.
+
+    Example:
+        >>> defs = Definitions(assets=[revenue],  # doctest: +SKIP
+        ...                    sensors=build_kafka_discovery_sensors([revenue]))
+    """
+    by_table: dict[Any, tuple[KafkaTableSpec, list[AssetsDefinition], str]] = {}
+    for asset in assets:
+        tables = streaming_tables(asset)
+        for spec in tables.sources.values():
+            if spec.partition_discovery_interval_ms is None:
+                continue
+            identity = (spec.name, tuple(sorted(spec.options.items())))
+            entry = by_table.setdefault(identity, (spec, [], tables.kafka_resource_key))
+            entry[1].append(asset)
+    return [
+        build_kafka_discovery_sensor(
+            spec, readers, kafka_resource_key=resource_key, default_status=default_status
+        )
+        for spec, readers, resource_key in by_table.values()
+    ]
+
+
+def _in_flight(context: SensorEvaluationContext, key: AssetKey) -> str | None:
+    records = context.instance.get_run_records(RunsFilter(statuses=_IN_FLIGHT), limit=50)
+    for record in records:
+        selection = record.dagster_run.asset_selection or set()
+        if key in selection:
+            return record.dagster_run.run_id
+    return None
+
+
+def build_kafka_new_data_sensor(
+    asset: AssetsDefinition,
+    *,
+    min_pending_records: int = 1,
+    max_pending_age: timedelta | None = None,
+    name: str | None = None,
+    minimum_interval_seconds: int = 30,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+) -> SensorDefinition:
+    """A sensor that requests a run of the streaming ``asset`` when its sources have new data.
+
+    It requests a run when at least ``min_pending_records`` records are pending, or when
+    records have been pending longer than ``max_pending_age`` (measured from the tick that
+    first saw them). Every tick records the lag as an observation of the asset
+    (``pendingRecords``, ``oldestPendingAgeMs``, per-partition ``offsets``).
+
+    Example:
+        >>> sensor = build_kafka_new_data_sensor(  # doctest: +SKIP
+        ...     channel_revenue, min_pending_records=1000, max_pending_age=timedelta(minutes=5))
+
+    Raises:
+        KafkaOptionsError: a threshold is invalid (naming it), or ``asset`` was not built by
+            ``@kafka_streaming_asset``.
+    """
+    if not isinstance(min_pending_records, int) or min_pending_records < 1:
+        raise KafkaOptionsError(
+            f"build_kafka_new_data_sensor: parameter 'min_pending_records' must be an int >= 1, "
+            f"got {min_pending_records!r}.",
+            keys=("min_pending_records",),
+        )
+    age_ms: int | None = None
+    if max_pending_age is not None:
+        if not isinstance(max_pending_age, timedelta) or max_pending_age.total_seconds() <= 0:
+            raise KafkaOptionsError(
+                f"build_kafka_new_data_sensor: parameter 'max_pending_age' must be a positive "
+                f"timedelta, got {max_pending_age!r}.",
+                keys=("max_pending_age",),
+            )
+        age_ms = int(max_pending_age.total_seconds() * 1000)
+    tables = streaming_tables(asset)
+    key = asset.key
+    sensor_name = name or f"{key.to_python_identifier()}_new_data"
+    exactly_once = tables.sink is not None and (
+        tables.sink.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
+    )
+
+    @sensor(
+        name=sensor_name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        target=AssetSelection.assets(key),
+        required_resource_keys={tables.kafka_resource_key},
+        description=f"Requests a run of {key.to_user_string()!r} when its Kafka sources have "
+        f"{min_pending_records}+ pending record(s)"
+        + (f" or records pending over {max_pending_age}" if max_pending_age else "")
+        + ".",
+    )
+    def _new_data(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+        kafka = getattr(context.resources, tables.kafka_resource_key)
+        now = int(time.time() * 1000)
+        table = None
+        try:
+            checkpoint = latest_checkpoint(context.instance, key)
+            pending: dict[str, int] = {}
+            stops: dict[str, int] = {}
+            for source, spec in tables.sources.items():
+                table = kafka.resolve(spec, source)
+                admin = _CLIENTS.admin(table)
+                lag = source_lag(table, admin, checkpoint, exactly_once=exactly_once)
+                for (topic, partition), count in lag.pending.items():
+                    pending[f"{source}/{topic}-{partition}"] = count
+                    stops[f"{source}/{topic}-{partition}"] = lag.stops[(topic, partition)]
+        except Exception as exc:  # a tick never raises: skip, keep the cursor
+            if table is not None:
+                _CLIENTS.forget(table)
+            return SkipReason(
+                f"Could not plan the Kafka sources of {key.to_user_string()!r}: {exc}"
+            )
+        since = {
+            k: int(v)
+            for k, v in (_cursor(context.cursor, "since") or {}).items()
+            if pending.get(k, 0) > 0
+        }
+        for k, count in pending.items():
+            if count > 0:
+                since.setdefault(k, now)
+        total = sum(pending.values())
+        oldest = now - min(since.values()) if since else 0
+        observation = AssetObservation(
+            asset_key=key,
+            metadata={
+                m.PENDING_RECORDS.name: total,
+                m.OLDEST_PENDING_AGE.name: oldest,
+                m.PARTITIONS.name: len(pending),
+                m.OFFSETS: MetadataValue.json(pending),
+            },
+        )
+        cursor = _dump("since", since)
+        due = total >= min_pending_records or (age_ms is not None and total and oldest >= age_ms)
+        if not due:
+            return SensorResult(
+                skip_reason=f"{total} record(s) pending (oldest for {oldest / 1000:.0f}s): "
+                f"below the thresholds.",
+                cursor=cursor,
+                asset_events=[observation],
+            )
+        running = _in_flight(context, key)
+        if running is not None:
+            return SensorResult(
+                skip_reason=f"{total} record(s) pending, but run {running} of "
+                f"{key.to_user_string()!r} is in flight; it or the next one reads them.",
+                cursor=cursor,
+                asset_events=[observation],
+            )
+        request = RunRequest(
+            run_key=f"new-data-{_digest(stops)}",
+            asset_selection=[key],
+            tags={SENSOR_TAG: sensor_name},
+        )
+        return SensorResult(run_requests=[request], cursor=cursor, asset_events=[observation])
+
+    return _new_data
+
+
+__all__ = [
+    "build_kafka_discovery_sensor",
+    "build_kafka_discovery_sensors",
+    "build_kafka_new_data_sensor",
+]

@@ -1,0 +1,60 @@
+"""One classifier of Kafka client errors, by error code."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from dagster_kafka_flinklike.errors import (
+    KafkaClientError,
+    KafkaErrorKind,
+    classify_kafka_error,
+    kafka_error_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        (KafkaError.PRODUCER_FENCED, KafkaErrorKind.FENCED),
+        (KafkaError.INVALID_PRODUCER_EPOCH, KafkaErrorKind.FENCED),
+        (KafkaError._FENCED, KafkaErrorKind.FENCED),
+        (KafkaError.NOT_COORDINATOR, KafkaErrorKind.RETRIABLE),
+        (KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaErrorKind.RETRIABLE),
+        (KafkaError.UNSTABLE_OFFSET_COMMIT, KafkaErrorKind.RETRIABLE),
+        (KafkaError._TRANSPORT, KafkaErrorKind.RETRIABLE),
+        (KafkaError._TIMED_OUT, KafkaErrorKind.RETRIABLE),
+        (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaErrorKind.PERMANENT),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaErrorKind.PERMANENT),
+    ],
+)
+def test_codes_are_classified(code: int, kind: KafkaErrorKind) -> None:
+    assert classify_kafka_error(KafkaError(code)) == kind
+    assert classify_kafka_error(KafkaException(KafkaError(code))) == kind
+
+
+def test_librdkafka_flags_decide_when_the_code_does_not() -> None:
+    assert classify_kafka_error(KafkaError(KafkaError._STATE, fatal=True)) == KafkaErrorKind.FATAL
+    abortable = KafkaError(KafkaError._STATE, txn_requires_abort=True)
+    assert classify_kafka_error(abortable) == KafkaErrorKind.ABORTABLE
+    retriable = KafkaError(KafkaError._STATE, retriable=True)
+    assert classify_kafka_error(retriable) == KafkaErrorKind.RETRIABLE
+
+
+def test_the_error_is_found_in_a_chain_of_causes_and_text_never_decides() -> None:
+    try:
+        try:
+            raise KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))
+        except KafkaException as exc:
+            raise RuntimeError("Spark task failed") from exc
+    except RuntimeError as wrapped:
+        assert classify_kafka_error(wrapped) == KafkaErrorKind.FENCED
+    assert classify_kafka_error(RuntimeError("producer fenced, epoch bumped")) is None
+    assert kafka_error_of(None) is None
+
+
+def test_client_errors_carry_the_kind_and_the_original_error() -> None:
+    cause = KafkaException(KafkaError(KafkaError._TRANSPORT))
+    error = KafkaClientError("Could not read the cluster's metadata", cause)
+    assert error.kind == KafkaErrorKind.RETRIABLE
+    assert error.kafka_error.code() == KafkaError._TRANSPORT
