@@ -370,7 +370,7 @@ class TransactionTimeoutCheck(KafkaAssetCheck):
         share = duration / timeouts.effective_ms
         metadata.update({m.TRANSACTION_DURATION.name: duration, "timeoutShare": round(share, 4)})
         advice = (
-            f"The transaction took {duration:.0f} ms, {share:.0%} of the {timeouts.effective_ms} "
+            f"The transaction took {duration:.0f} ms, {share:.1%} of the {timeouts.effective_ms} "
             f"ms timeout"
         )
         if share > self.fail_ratio:

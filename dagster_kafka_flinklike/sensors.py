@@ -144,12 +144,13 @@ def build_kafka_discovery_sensor(
         name=sensor_name,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        target=AssetSelection.assets(*keys),
+        asset_selection=AssetSelection.assets(*keys),
         required_resource_keys={kafka_resource_key},
         description=f"Discovers new topics and partitions of Kafka table {label!r} "
         f"({'pattern ' + repr(table.topic_pattern) if table.topic_pattern else table.topics}).",
     )
-    def _discovery(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    def _discovery(context: SensorEvaluationContext, **_: Any) -> SensorResult | SkipReason:
+        # (``**_``: calling a sensor directly also passes its resources as keywords)
         kafka = getattr(context.resources, kafka_resource_key)
         resolved = None
         try:
@@ -288,14 +289,15 @@ def build_kafka_new_data_sensor(
         name=sensor_name,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        target=AssetSelection.assets(key),
+        asset_selection=AssetSelection.assets(key),
         required_resource_keys={tables.kafka_resource_key},
         description=f"Requests a run of {key.to_user_string()!r} when its Kafka sources have "
         f"{min_pending_records}+ pending record(s)"
         + (f" or records pending over {max_pending_age}" if max_pending_age else "")
         + ".",
     )
-    def _new_data(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    def _new_data(context: SensorEvaluationContext, **_: Any) -> SensorResult | SkipReason:
+        # (``**_``: calling a sensor directly also passes its resources as keywords)
         kafka = getattr(context.resources, tables.kafka_resource_key)
         now = int(time.time() * 1000)
         table = None

@@ -179,3 +179,30 @@ def test_ignored_dirty_records_are_counted_and_skipped(
     assert [s["offset"] for s in meta["dirtySamples"].value] == [0, 11]
     output = read_all(kafka_bootstrap, out_topic, 1)
     assert sum(v["order_count"] for _, v in output) == 10
+
+
+def test_without_offsets_commit_the_group_is_untouched_and_the_checkpoint_advances(
+    kafka_bootstrap, new_topic, resources
+) -> None:
+    orders_topic, out_topic = new_topic(partitions=1), new_topic(partitions=1)
+    asset = build_asset(
+        orders_topic, out_topic, {}, {"properties.commit.offsets.on.checkpoint": "false"}
+    )
+    instance = DagsterInstance.ephemeral()
+    produce(kafka_bootstrap, orders_topic, [encode_order(o) for o in generate_orders(7, 30)])
+    first = materialize([asset], resources=resources, instance=instance)
+    meta = first.asset_materializations_for_node("channel_revenue")[0].metadata
+    assert meta["numRecordsIn"].value == 30
+    assert meta["offsets"].value[f"orders/{orders_topic}-0"]["committedOffset"] is None
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": f"revenue-{orders_topic}"}
+    )
+    [committed] = consumer.committed([TopicPartition(orders_topic, 0)], timeout=10)
+    consumer.close()
+    assert committed.offset < 0  # nothing committed to the group
+
+    produce(kafka_bootstrap, orders_topic, [encode_order(o) for o in generate_orders(8, 5)])
+    second = materialize([asset], resources=resources, instance=instance)
+    meta = second.asset_materializations_for_node("channel_revenue")[0].metadata
+    assert meta["numRecordsIn"].value == 5  # the checkpoint advanced all the same
+    assert meta[CHECKPOINT_METADATA_KEY].value["sources"]["orders"][orders_topic] == {"0": 35}
