@@ -147,6 +147,10 @@ class KafkaClients:
             table.properties, group_id=table.group_id, client=client, timeout_s=self.timeout_s
         )
 
+    def clear(self) -> None:
+        """Drop every client (they close once nothing else holds them)."""
+        self._clients.clear()
+
     def forget(self, table: ResolvedTable) -> None:
         """Drop the client of ``table``'s cluster: the next :meth:`admin` builds a new one.
 
