@@ -8,6 +8,7 @@ from typing import Any
 
 from dagster import InitResourceContext
 from dagster_pyspark import PySparkResource
+from dagster_pyspark.resources import spark_session_from_config
 
 
 def prepare_spark_environment(master: str | None) -> None:
@@ -23,7 +24,11 @@ def prepare_spark_environment(master: str | None) -> None:
 
 
 class SparkResource(PySparkResource):
-    """dagster-pyspark's ``PySparkResource`` that prepares the environment before the session.
+    """dagster-pyspark's ``PySparkResource`` that prepares the environment and starts the
+    session on first use.
+
+    A run that never touches Spark (Kafka asset checks run alone, a sensor-launched check job)
+    so never pays the JVM's start.
 
     Example:
         >>> SparkResource(spark_config={"spark.master": "local[2]"})
@@ -33,7 +38,13 @@ class SparkResource(PySparkResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         prepare_spark_environment(self.spark_config.get("spark.master"))
-        super().setup_for_execution(context)
+
+    @property
+    def spark_session(self) -> Any:
+        """The Spark session, built (``getOrCreate``) from ``spark_config`` on first use."""
+        if self._spark_session is None:
+            self._spark_session = spark_session_from_config(self.spark_config)
+        return self._spark_session
 
 
 #: Spark settings that make the connector's ``mapInArrow`` queries cheaper (see the README's

@@ -88,7 +88,7 @@ class StreamingRun:
     write_result: WriteResult | None = None
     transaction: TransactionalSink | None = None
     started: float = field(default_factory=time.monotonic)
-    _sink_table: ResolvedTable | None = None
+    _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
 
     def resolve(self, spec: KafkaTableSpec, name: str | None = None) -> ResolvedTable:
         """``spec`` resolved against the run's connection defaults."""

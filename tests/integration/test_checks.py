@@ -41,6 +41,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike import checks as checks_module
+from dagster_kafka_flinklike import spark as spark_module
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import SMALL_MAX_TIMEOUT_MS, produce, wait_for_topic
 
@@ -177,8 +178,12 @@ def test_dirty_data_over_the_ratio_blocks_downstream_and_under_it_passes(
 
 
 def test_transaction_timeout_above_the_brokers_maximum_fails_the_check_alone(
-    small_broker, spark
+    small_broker, monkeypatch
 ) -> None:
+    def no_spark(config: Any) -> Any:
+        raise AssertionError("checks run alone must not start Spark")
+
+    monkeypatch.setattr(spark_module, "spark_session_from_config", no_spark)
     bootstrap = small_broker.bootstrap_servers
     topic, out = topic_on(bootstrap, "ttl-drift-in"), topic_on(bootstrap, "ttl-drift-out")
     drifted = copy(
