@@ -197,8 +197,9 @@ class DirtyDataCheck(KafkaAssetCheck):
     The count limit defaults to each source's ``ingestion.error-tolerance.max-count`` (a run
     above it fails already, as in Flink); ``max_ratio`` adds a limit on the share of dirty
     records. The result lists, per source, the dirty count and ratio, samples of the dirty
-    records (topic, partition, offset, error, the start of the value) and the dead-letter
-    topic. Make it ``blocking`` so downstream assets do not run on dirty input.
+    records (topic, partition, offset, error, the start of the value), and the dead-letter
+    topic with its end offsets after the run's dead letters. Make it ``blocking`` so
+    downstream assets do not run on dirty input.
 
     Example:
         >>> DirtyDataCheck(max_ratio=0.01, blocking=True).name
@@ -234,6 +235,10 @@ class DirtyDataCheck(KafkaAssetCheck):
                     "dead_letter_topic": read.dirty.dead_letter_topic,
                     "max_count": read.table.spec.error_tolerance_max_count,
                 }
+                if read.dirty.dirty and read.dirty.dead_letter_topic:
+                    figures[name]["dead_letter_end_offsets"] = _end_offsets(
+                        scope.clients.admin(read.table), read.dirty.dead_letter_topic
+                    )
                 samples.extend(read.dirty.samples)
         else:
             last = scope.last_metadata
@@ -490,6 +495,12 @@ class HangingTransactionsCheck(KafkaAssetCheck):
             description=f"{len(open_ones)} open transaction(s), none open beyond the timeout.",
             metadata=metadata,
         )
+
+
+def _end_offsets(admin: Any, topic: str) -> dict[str, int]:
+    """The end offsets of ``topic``'s partitions (where the run's dead letters end)."""
+    partitions = [(topic, p) for p in range(admin.discover([topic]).get(topic, 0))]
+    return {f"{t}-{p}": o for (t, p), o in sorted(admin.high_watermarks(partitions).items())}
 
 
 def _table_partitions(table: ResolvedTable, admin: Any) -> list[tuple[str, int]]:

@@ -134,6 +134,13 @@ def test_within_threshold_skips_counts_and_dead_letters(kafka_bootstrap, new_top
     assert headers["source.partition"] == b"0"
     assert headers["source.offset"] == b"4"
     assert headers["error"]
+    # The source tolerates dirty records, so the asset got the dirty-data check by default.
+    [check] = result.get_asset_check_evaluations()
+    assert check.check_name == "kafka_dirty_data" and check.passed
+    figures = check.metadata["sources"].value["events"]
+    assert (figures["dirty"], figures["records"], figures["max_count"]) == (1, 9, 1)
+    assert figures["dead_letter_topic"] == dead
+    assert figures["dead_letter_end_offsets"] == {f"{dead}-0": 1}
 
 
 def test_format_ignore_parse_errors_tolerates_without_ingestion_option(
