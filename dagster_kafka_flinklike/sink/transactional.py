@@ -31,6 +31,7 @@ from ..errors import (
     KafkaOptionsError,
     TransactionError,
     classify_kafka_error,
+    kafka_error_of,
 )
 from ..options import DeliveryGuarantee, role_config
 from ..source._admin import KafkaAdmin
@@ -39,7 +40,6 @@ from .partitioners import SinkPartitioner
 from .writer import (
     DeliveryReport,
     WriteResult,
-    kafka_exception,
     producer_config,
     reporting_producer,
 )
@@ -323,7 +323,7 @@ class TransactionalSink:
             self._abort()
             # A fatal producer error can surface as a SystemError from the next delivery
             # callback that confluent-kafka runs with the error still set.
-            cause = kafka_exception(exc)
+            cause = kafka_error_of(exc)
             if cause is None:
                 raise
             raise TransactionError(self._failure_message(cause, started)) from exc

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._idle_clients import IdleClients
 from .._worker import settle_worker_heap
-from ..errors import DeliveryError, KafkaConnectorError, KafkaOptionsError
+from ..errors import (
+    DeliveryError,
+    KafkaConnectorError,
+    KafkaOptionsError,
+    classify_kafka_error,
+    kafka_error_of,
+)
 from ..options import DeliveryGuarantee, role_config
 from .partitioners import LIBRDKAFKA_DEFAULT, SinkPartitioner, TaskPartitioner
 from .serializer import SEQUENCE
@@ -347,18 +353,6 @@ def _retry(
             continue
 
 
-def kafka_exception(exc: BaseException | None) -> BaseException | None:
-    """The confluent-kafka ``KafkaException`` in ``exc``'s chain of causes, if any."""
-    from confluent_kafka import KafkaException
-
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, KafkaException):
-            return exc
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
-
-
 #: ``(producer, report)`` pairs of tasks that delivered everything, kept by a Python worker for
 #: its next task.
 _IDLE_PRODUCERS = IdleClients(reporting_producer, lambda pair: pair[0].flush(0), 60.0)
@@ -402,12 +396,12 @@ def _write_task(
         )
         remaining = producer.flush(_FLUSH_TIMEOUT_S)
     except SystemError as exc:  # a fatal producer error, raised from the next delivery callback
-        cause = kafka_exception(exc)
-        if cause is None:
+        kind = classify_kafka_error(exc)
+        if kind is None:
             raise
         raise DeliveryError(
-            f"The producer to topic {topic!r} failed: {cause}. The run fails and the "
-            f"checkpoint does not advance."
+            f"The producer to topic {topic!r} failed ({kind.value}): {kafka_error_of(exc)}. The "
+            f"run fails and the checkpoint does not advance."
         ) from exc
     failed = report.failed + remaining
     error = report.first_error
