@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from .spark import SparkResource
     from .state import OffsetsCheckpoint
+    from .translator import KafkaTranslator, build_kafka_source_assets
 
 #: Each public name and the module (relative to this package) that defines it.
 _EXPORTS = {
@@ -72,6 +73,7 @@ _EXPORTS = {
     "KafkaIOManager": ".io_manager",
     "KafkaOptionsError": ".errors",
     "KafkaResource": ".resources",
+    "KafkaTranslator": ".translator",
     "KafkaTableSpec": ".options",
     "OffsetsCheckpoint": ".state",
     "OffsetsError": ".errors",
@@ -85,6 +87,7 @@ _EXPORTS = {
     "build_kafka_discovery_sensor": ".sensors",
     "build_kafka_discovery_sensors": ".sensors",
     "build_kafka_new_data_sensor": ".sensors",
+    "build_kafka_source_assets": ".translator",
     "kafka_streaming_asset": ".asset_decorator",
     "kafka_table_metadata": ".io_manager",
 }
@@ -107,6 +110,7 @@ __all__ = [
     "KafkaOptionsError",
     "KafkaResource",
     "KafkaTableSpec",
+    "KafkaTranslator",
     "OffsetsCheckpoint",
     "OffsetsError",
     "SparkResource",
@@ -120,6 +124,7 @@ __all__ = [
     "build_kafka_discovery_sensor",
     "build_kafka_discovery_sensors",
     "build_kafka_new_data_sensor",
+    "build_kafka_source_assets",
     "kafka_streaming_asset",
     "kafka_table_metadata",
 ]

@@ -41,6 +41,7 @@ from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import metrics as m
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
+from .translator import ROW_COUNT, KafkaTranslator, table_metadata
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import DagsterInstance
@@ -149,6 +150,7 @@ def kafka_streaming_asset(
     owners: Sequence[str] | None = None,
     io_manager_key: str | None = None,
     op_tags: Mapping[str, Any] | None = None,
+    translator: KafkaTranslator | None = None,
 ) -> Callable[[StreamingBody], AssetsDefinition]:
     """Declare an asset whose body is a Spark query over Kafka source tables.
 
@@ -159,6 +161,11 @@ def kafka_streaming_asset(
     tasks, and at least ``min_splits`` tasks read when given (Spark's ``minPartitions``). With
     an exactly-once sink the transactional id is ``<sink.transactional-id-prefix>-<asset
     key>-0``.
+
+    The asset depends on its source topics' assets (``translator``'s
+    :meth:`~.translator.KafkaTranslator.get_asset_spec`; declare them with
+    :func:`~.translator.build_kafka_source_assets`) and stands for its sink topic: it carries the
+    sink's column schema and table name, and each materialization its ``dagster/row_count``.
 
     ``checks`` are the asset's Kafka checks (:class:`~.checks.DirtyDataCheck`,
     :class:`~.checks.TransactionTimeoutCheck`, :class:`~.checks.HangingTransactionsCheck`,
@@ -179,6 +186,8 @@ def kafka_streaming_asset(
     """
     _check_tables(sources, sink)
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
+    translator = translator or KafkaTranslator()
+    upstream = list(dict.fromkeys(translator.get_asset_spec(s).key for s in sources.values()))
 
     def decorator(fn: StreamingBody) -> AssetsDefinition:
         key = AssetKey([*prefix, name or fn.__name__])
@@ -189,8 +198,10 @@ def kafka_streaming_asset(
         asset_metadata = {
             "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
             **({"kafka/sink": MetadataValue.json(sink.describe())} if sink else {}),
+            **(table_metadata(sink) if sink else {}),
             **(metadata or {}),
         }
+        deps = [k for k in upstream if k != key]
         shape: dict[str, Any] = {}
         common: dict[str, Any] = {
             "group_name": group_name,
@@ -201,10 +212,11 @@ def kafka_streaming_asset(
             "owners": owners,
         }
         if sink is not None:
-            shape["specs"] = [AssetSpec(key, skippable=True, **common)]
+            shape["specs"] = [AssetSpec(key, skippable=True, deps=deps, **common)]
         else:
             out = AssetOut(key=key, is_required=False, io_manager_key=io_manager_key, **common)
             shape["outs"] = {RESULT_OUTPUT: out}
+            shape["deps"] = deps
 
         @multi_asset(
             name=key.to_python_identifier(),
@@ -291,6 +303,7 @@ def _materialize(
         metadata = _metadata(run, checkpoint)
         context.log.info(f"Kafka run {{'sources': {sorted(tables.sources)}}}: {metadata}")
         if tables.sink is not None:
+            metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
             yield MaterializeResult(asset_key=key, metadata=metadata)
         else:
             yield Output(result, output_name=RESULT_OUTPUT, metadata=metadata)

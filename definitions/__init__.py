@@ -1,8 +1,9 @@
 """Example code location: orders in Kafka → per-channel revenue in Kafka, computed by Spark.
 
-It shows the Dagster side of the connector on one pipeline: the streaming asset with its four
-Kafka checks (dirty data, transaction timeout, hanging transactions, consumer lag), a scheduled
-job that runs the checks alone, and the partition-discovery and new-data sensors.
+It shows the Dagster side of the connector on one pipeline: the source topic as an observable
+external asset, the streaming asset with its four Kafka checks (dirty data, transaction timeout,
+hanging transactions, consumer lag), a scheduled job that runs the checks alone, and the
+partition-discovery and new-data sensors.
 
 Load it with ``dagster dev -w workspace.yaml``. It talks to ``$KAFKA_BOOTSTRAP_SERVERS`` or, when
 unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka start``.
@@ -24,6 +25,7 @@ from dagster_kafka_flinklike import (
     TransactionTimeoutCheck,
     build_kafka_discovery_sensors,
     build_kafka_new_data_sensor,
+    build_kafka_source_assets,
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
@@ -75,7 +77,8 @@ kafka_health = define_asset_job(
 )
 
 defs = Definitions(
-    assets=[channel_revenue],
+    # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
+    assets=[channel_revenue, *build_kafka_source_assets([channel_revenue])],
     jobs=[kafka_health],
     schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],
     sensors=[

@@ -211,3 +211,31 @@ def test_a_broker_that_is_down_gives_a_skip_and_then_recovers(tmp_path: Path) ->
         assert request.asset_selection == [AssetKey("copied")]
     finally:
         broker.stop()
+
+
+def test_source_topics_are_observed_with_their_end_offsets(kafka_bootstrap, new_topic) -> None:
+    from dagster import Definitions, define_asset_job
+
+    from dagster_kafka_flinklike import build_kafka_source_assets
+
+    topic = new_topic(partitions=2)
+    asset = streaming(table(topic=topic), "unused-sink")
+    [topics] = build_kafka_source_assets([asset])
+    instance = DagsterInstance.ephemeral()
+    job = Definitions(
+        assets=[topics],
+        jobs=[define_asset_job("observe_topics", selection=[AssetKey("events")])],
+        resources={"kafka": KafkaResource(bootstrap_servers=kafka_bootstrap)},
+    ).resolve_job_def("observe_topics")
+    produce(kafka_bootstrap, topic, [(k, v, 1) for k, v in records(3)])
+    assert job.execute_in_process(instance=instance).success
+    produce(kafka_bootstrap, topic, [(k, v, 0) for k, v in records(2)])
+    assert job.execute_in_process(instance=instance).success
+    second, first = instance.fetch_observations(AssetKey("events"), limit=2).records
+    assert first.asset_observation.metadata["endOffsets"].value == {
+        f"{topic}-0": 0,
+        f"{topic}-1": 3,
+    }
+    assert second.asset_observation.metadata["records"].value == 5
+    assert second.asset_observation.metadata["partitions"].value == 2
+    assert first.asset_observation.data_version != second.asset_observation.data_version
