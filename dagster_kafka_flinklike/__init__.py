@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
         DirtyDataCheck,
         HangingTransactionsCheck,
         KafkaAssetCheck,
+        LateDataCheck,
         TransactionTimeoutCheck,
         build_kafka_asset_checks,
     )
@@ -74,6 +75,7 @@ _EXPORTS = {
     "KafkaOptionsError": ".errors",
     "KafkaResource": ".resources",
     "KafkaTranslator": ".translator",
+    "LateDataCheck": ".checks",
     "KafkaTableSpec": ".options",
     "OffsetsCheckpoint": ".state",
     "OffsetsError": ".errors",
@@ -111,6 +113,7 @@ __all__ = [
     "KafkaResource",
     "KafkaTableSpec",
     "KafkaTranslator",
+    "LateDataCheck",
     "OffsetsCheckpoint",
     "OffsetsError",
     "SparkResource",

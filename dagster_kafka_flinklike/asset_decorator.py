@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -22,15 +23,19 @@ from dagster import (
     AssetOut,
     AssetsDefinition,
     AssetSpec,
+    BackfillPolicy,
     MaterializeResult,
     MetadataValue,
     Output,
+    PartitionsDefinition,
+    TimeWindowPartitionsDefinition,
     multi_asset,
 )
 
 from .checks import (
     CHECK_TIMEOUT_S,
     CheckScope,
+    ConsumerLagCheck,
     KafkaAssetCheck,
     check_names_are_unique,
     checkpoint_of,
@@ -40,6 +45,7 @@ from .checks import (
 from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import metrics as m
+from .run.windows import TimeWindow
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
 from .translator import ROW_COUNT, KafkaTranslator, table_metadata
 
@@ -62,6 +68,57 @@ class StreamingTables:
     sink: KafkaTableSpec | None
     kafka_resource_key: str
     checks: tuple[KafkaAssetCheck, ...] = ()
+    #: The asset's time-window partitions (runs read windows of record timestamps), if any.
+    partitions_def: TimeWindowPartitionsDefinition | None = None
+    #: How late a record may arrive and still be read with its window.
+    lateness_ms: int = 0
+
+    def window(self, key: str) -> TimeWindow:
+        """The time window of partition ``key`` (with the allowed lateness)."""
+        assert self.partitions_def is not None
+        tw = self.partitions_def.time_window_for_partition_key(key)
+        return TimeWindow(_ms(tw.start), _ms(tw.end), self.lateness_ms)
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _check_partitioning(
+    partitions_def: PartitionsDefinition | None,
+    allowed_lateness: timedelta,
+    checks: Sequence[KafkaAssetCheck],
+) -> None:
+    """Only time windows map to offset ranges; lateness needs them; lag needs a checkpoint."""
+    if partitions_def is not None and not isinstance(
+        partitions_def, TimeWindowPartitionsDefinition
+    ):
+        raise KafkaOptionsError(
+            f"partitions_def is a {type(partitions_def).__name__}: a streaming asset is "
+            f"partitioned by time windows of record timestamps (a TimeWindowPartitionsDefinition "
+            f"such as HourlyPartitionsDefinition), or not at all.",
+            keys=("partitions_def",),
+        )
+    if not isinstance(allowed_lateness, timedelta) or allowed_lateness < timedelta(0):
+        raise KafkaOptionsError(
+            f"allowed_lateness must be a timedelta >= 0, got {allowed_lateness!r}.",
+            keys=("allowed_lateness",),
+        )
+    if allowed_lateness and partitions_def is None:
+        raise KafkaOptionsError(
+            "allowed_lateness applies to time windows: give the asset a time-window "
+            "partitions_def, or drop allowed_lateness.",
+            keys=("allowed_lateness", "partitions_def"),
+        )
+    if partitions_def is not None:
+        lag = [c.name for c in checks if isinstance(c, ConsumerLagCheck)]
+        if lag:
+            raise KafkaOptionsError(
+                f"Check(s) {', '.join(lag)}: a time-partitioned streaming asset reads windows, "
+                f"not from a checkpoint, so it has no consumer lag; use LateDataCheck to find "
+                f"windows to re-run.",
+                keys=("checks",),
+            )
 
 
 def streaming_tables(asset: AssetsDefinition) -> StreamingTables:
@@ -88,12 +145,13 @@ def latest_checkpoint(instance: DagsterInstance, key: AssetKey) -> OffsetsCheckp
     return checkpoint_of(event.asset_materialization.metadata)
 
 
-def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint) -> dict[str, Any]:
+def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> dict[str, Any]:
     metrics = run.metadata()
-    offsets = metrics.pop(m.OFFSETS)
-    out: dict[str, Any] = {k: v for k, v in metrics.items()}
-    out[m.OFFSETS] = MetadataValue.json(offsets)
-    out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
+    out: dict[str, Any] = {
+        k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in metrics.items()
+    }
+    if checkpoint is not None:
+        out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
     samples = [s for r in run.sources.values() for s in r.dirty.samples]
     if samples:
         out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
@@ -151,6 +209,9 @@ def kafka_streaming_asset(
     io_manager_key: str | None = None,
     op_tags: Mapping[str, Any] | None = None,
     translator: KafkaTranslator | None = None,
+    partitions_def: PartitionsDefinition | None = None,
+    backfill_policy: BackfillPolicy | None = None,
+    allowed_lateness: timedelta = timedelta(0),
 ) -> Callable[[StreamingBody], AssetsDefinition]:
     """Declare an asset whose body is a Spark query over Kafka source tables.
 
@@ -166,6 +227,15 @@ def kafka_streaming_asset(
     :meth:`~.translator.KafkaTranslator.get_asset_spec`; declare them with
     :func:`~.translator.build_kafka_source_assets`) and stands for its sink topic: it carries the
     sink's column schema and table name, and each materialization its ``dagster/row_count``.
+
+    With a time-window ``partitions_def`` (e.g. ``HourlyPartitionsDefinition``), a run reads,
+    in every source partition, the records whose timestamps lie in its window: from the first
+    offset at or after the window's start to the first at or after its end plus
+    ``allowed_lateness`` (offsets-for-times, end exclusive), keeping those inside the window. A
+    backfill over many windows is one run and one Spark job by default
+    (``BackfillPolicy.single_run()``). Window runs neither use nor move the streaming
+    checkpoint and commit no offsets to the consumer groups; under exactly-once the
+    transactional id includes the partition keys, so windows do not fence each other.
 
     ``checks`` are the asset's Kafka checks (:class:`~.checks.DirtyDataCheck`,
     :class:`~.checks.TransactionTimeoutCheck`, :class:`~.checks.HangingTransactionsCheck`,
@@ -185,6 +255,9 @@ def kafka_streaming_asset(
             name, or a source that skips the group commit under an exactly-once sink.
     """
     _check_tables(sources, sink)
+    _check_partitioning(partitions_def, allowed_lateness, checks or ())
+    if partitions_def is not None and backfill_policy is None:
+        backfill_policy = BackfillPolicy.single_run()
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
     translator = translator or KafkaTranslator()
     upstream = list(dict.fromkeys(translator.get_asset_spec(s).key for s in sources.values()))
@@ -194,7 +267,14 @@ def kafka_streaming_asset(
         attached = tuple(checks) if checks is not None else tuple(default_checks(sources, sink))
         check_names_are_unique(attached, key.to_user_string())
         by_key = {AssetCheckKey(key, c.name): c for c in attached}
-        tables = StreamingTables(dict(sources), sink, kafka_resource_key, attached)
+        tables = StreamingTables(
+            dict(sources),
+            sink,
+            kafka_resource_key,
+            attached,
+            partitions_def,  # type: ignore[arg-type]
+            int(allowed_lateness.total_seconds() * 1000),
+        )
         asset_metadata = {
             "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
             **({"kafka/sink": MetadataValue.json(sink.describe())} if sink else {}),
@@ -224,6 +304,8 @@ def kafka_streaming_asset(
             can_subset=bool(attached),
             required_resource_keys={kafka_resource_key, spark_resource_key},
             op_tags=op_tags,
+            partitions_def=partitions_def,
+            backfill_policy=backfill_policy,
             **shape,
         )
         def _streaming_asset(context):  # type: ignore[no-untyped-def]
@@ -266,6 +348,8 @@ def _checks_alone(
             sink=kafka.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
             clients=KafkaClients(timeout_s=CHECK_TIMEOUT_S),
             checkpoint=None,
+            tables=tables,
+            instance=instance,
         )
 
     yield from evaluate_checks(selected, key, scope, instance)
@@ -284,15 +368,29 @@ def _materialize(
     from .run import StreamingRun
 
     kafka = getattr(context.resources, tables.kafka_resource_key)
+    name = key.to_user_string()
+    window, windows, checkpoint_before = None, {}, None
+    if tables.partitions_def is not None:
+        keys = list(context.partition_keys)
+        windows = {k: tables.window(k) for k in keys}
+        tw = context.partition_time_window
+        window = TimeWindow(_ms(tw.start), _ms(tw.end), tables.lateness_ms)
+        name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
+        if window.state() == "future":
+            context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")
+    else:
+        checkpoint_before = latest_checkpoint(context.instance, key)
     run = StreamingRun(
         spark=spark,
         defaults=kafka.connection_defaults(),
-        checkpoint=latest_checkpoint(context.instance, key),
+        checkpoint=checkpoint_before,
         max_records_per_split=split[0],
         min_splits=split[1],
         sink=tables.sink,
-        asset_name=key.to_user_string(),
+        asset_name=name,
         log=context.log,
+        window=window,
+        windows=windows,
     )
     try:
         frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
@@ -312,10 +410,12 @@ def _materialize(
             return CheckScope(
                 asset_key=key,
                 sources={n: r.table for n, r in run.sources.items()},
-                sink=run.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
+                sink=run.resolve(tables.sink, name) if tables.sink else None,
                 clients=run.clients,
                 checkpoint=checkpoint,
                 run=run,
+                tables=tables,
+                instance=context.instance,
             )
 
         yield from evaluate_checks(selected, key, scope)

@@ -37,6 +37,7 @@ from .options import KafkaTableSpec
 from .run import metrics as m
 from .run.lag import source_lag
 from .run.transactions import open_transactions, transaction_timeouts
+from .run.windows import window_ranges
 from .run.write import is_exactly_once
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
 
@@ -96,6 +97,10 @@ class CheckScope:
     run: StreamingRun | None = None
     #: Metadata of the asset's last materialization, when the check runs alone.
     last_metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The streaming asset's tables and partitioning (``StreamingTables``), when known.
+    tables: Any = None
+    #: The Dagster instance (materialization history), when known.
+    instance: Any = None
 
     @property
     def exactly_once(self) -> bool:
@@ -589,6 +594,114 @@ class ConsumerLagCheck(KafkaAssetCheck):
         )
 
 
+@dataclass(frozen=True)
+class LateDataCheck(KafkaAssetCheck):
+    """Windows of a time-partitioned streaming asset that got records after they were read.
+
+    For each of the last ``windows`` materialized windows, the window's offset range is planned
+    again (offsets-for-times of its start, and of its end plus the allowed lateness) and
+    compared with the range its materialization recorded: a range that has grown holds records
+    that arrived after the window was read (it was still open, or they came within the allowed
+    lateness). The result names the windows to re-run and how many offsets each gained.
+
+    Example:
+        >>> LateDataCheck(windows=48, severity="WARN").name
+        'kafka_late_data'
+    """
+
+    windows: int = 24
+    description: ClassVar[str] = (
+        "Time windows whose offset range grew after they were materialized (records arrived "
+        "late): the partitions to re-run."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.windows, int) or self.windows < 1:
+            raise _invalid("LateDataCheck", "windows", f"must be an int >= 1, got {self.windows!r}")
+
+    @property
+    def default_name(self) -> str:
+        return "kafka_late_data"
+
+    def _evaluate(self, scope: CheckScope) -> AssetCheckResult:
+        tables = scope.tables
+        if tables is None or tables.partitions_def is None or scope.instance is None:
+            return self._result(
+                scope,
+                passed=True,
+                description="The asset is not partitioned by time windows: nothing to check.",
+                metadata={},
+            )
+        recorded = _recorded_windows(scope.instance, scope.asset_key, self.windows)
+        grown: dict[str, int] = {}
+        for partition_key, ranges in recorded.items():
+            window = tables.window(partition_key)
+            gained = 0
+            for name, table in scope.sources.items():
+                admin = scope.clients.admin(table)
+                mine = {k: v for k, v in ranges.items() if k.startswith(f"{name}/")}
+                parts = [_split_partition(k[len(name) + 1 :]) for k in mine]
+                ends = admin.end_offsets(parts)
+                now = window_ranges(admin, parts, {partition_key: window}, ends)[partition_key]
+                for k, (_start, stop) in mine.items():
+                    gained += max(now[_split_partition(k[len(name) + 1 :])][1] - stop, 0)
+            if gained:
+                grown[partition_key] = gained
+        metadata: dict[str, Any] = {
+            "windowsChecked": len(recorded),
+            "windowsToRerun": MetadataValue.json(sorted(grown)),
+            "offsetsGained": MetadataValue.json(grown),
+        }
+        if grown:
+            return self._result(
+                scope,
+                passed=False,
+                description=f"{len(grown)} window(s) got records after they were read: "
+                f"{', '.join(sorted(grown))}. Re-materialize those partitions (a backfill over "
+                f"them).",
+                metadata=metadata,
+            )
+        return self._result(
+            scope,
+            passed=True,
+            description=f"None of the last {len(recorded)} window(s) got records since read.",
+            metadata=metadata,
+        )
+
+
+def _split_partition(text: str) -> tuple[str, int]:
+    topic, _, partition = text.rpartition("-")
+    return topic, int(partition)
+
+
+def _recorded_windows(
+    instance: DagsterInstance, key: AssetKey, limit: int
+) -> dict[str, dict[str, list[int]]]:
+    """Each recently materialized window's recorded offset ranges (newest materialization of
+    each partition, at most ``limit`` windows)."""
+    from dagster import AssetRecordsFilter
+
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key), limit=max(limit * 4, 50)
+    ).records
+    found: dict[str, dict[str, list[int]]] = {}
+    for record in records:  # newest first
+        materialization = record.asset_materialization
+        if materialization is None or materialization.partition is None:
+            continue
+        if materialization.partition in found:
+            continue
+        value = materialization.metadata.get(m.WINDOWS)
+        ranges: Any = getattr(value, "data", value) or {}
+        window = ranges.get(materialization.partition)
+        if window is not None:
+            found[materialization.partition] = window
+        if len(found) >= limit:
+            break
+    return found
+
+
 def default_checks(
     sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None
 ) -> list[KafkaAssetCheck]:
@@ -726,6 +839,7 @@ __all__ = [
     "DirtyDataCheck",
     "HangingTransactionsCheck",
     "KafkaAssetCheck",
+    "LateDataCheck",
     "TransactionTimeoutCheck",
     "build_kafka_asset_checks",
 ]

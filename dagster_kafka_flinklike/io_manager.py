@@ -27,6 +27,7 @@ from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import KafkaTableSpec, is_secret
 from .resources import KafkaResource
 from .run import metrics as m
+from .run.windows import TimeWindow
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import InitResourceContext
@@ -40,15 +41,6 @@ TABLE_METADATA_KEY = "kafka/table"
 #: Version of the declaration's JSON layout.
 TABLE_METADATA_VERSION = 1
 _DECLARATION_KEYS = frozenset({"version", "name", "options", "columns", "primary_key"})
-# Startup/bounded options replaced when a time window fixes the range.
-_WINDOW_REPLACED = (
-    "scan.startup.mode",
-    "scan.startup.specific-offsets",
-    "scan.startup.timestamp-millis",
-    "scan.bounded.mode",
-    "scan.bounded.specific-offsets",
-    "scan.bounded.timestamp-millis",
-)
 
 
 def _column_json(column: Any) -> dict[str, Any]:
@@ -170,27 +162,6 @@ def table_spec_from_metadata(
         ) from None
 
 
-def _window_spec(spec: KafkaTableSpec, start_ms: int, end_ms: int) -> KafkaTableSpec:
-    """``spec`` bounded to the records with timestamps in ``[start_ms, end_ms)``.
-
-    An ``upsert-kafka`` table always reads its changelog from the beginning (it has no startup
-    options), so a window bounds only its end: the table as of the window's end.
-    """
-    options = {k: v for k, v in spec.options.items() if k not in _WINDOW_REPLACED}
-    if not spec.is_upsert:
-        options["scan.startup.mode"] = "timestamp"
-        options["scan.startup.timestamp-millis"] = str(start_ms)
-    options["scan.bounded.mode"] = "timestamp"
-    options["scan.bounded.timestamp-millis"] = str(end_ms)
-    return KafkaTableSpec.from_options(
-        options,
-        columns=spec.columns,
-        primary_key=spec.primary_key,
-        role=spec.role,
-        name=spec.name,
-    )
-
-
 def _is_spark_dataframe(obj: Any) -> bool:
     from pyspark.sql import DataFrame
 
@@ -272,6 +243,7 @@ class KafkaIOManager(ConfigurableIOManager):
         metadata = upstream.definition_metadata if upstream is not None else None
         spec = table_spec_from_metadata(metadata, asset, role="source")
         window = ""
+        time_window = None
         if context.has_asset_partitions:
             partitions_def = context.asset_partitions_def
             if not isinstance(partitions_def, TimeWindowPartitionsDefinition):
@@ -282,13 +254,15 @@ class KafkaIOManager(ConfigurableIOManager):
                 )
             tw = context.asset_partitions_time_window
             start_ms, end_ms = int(tw.start.timestamp() * 1000), int(tw.end.timestamp() * 1000)
-            spec = _window_spec(spec, start_ms, end_ms)
+            time_window = TimeWindow(start_ms, end_ms)
             window = f" for time window [{tw.start.isoformat()}, {tw.end.isoformat()})"
-        run = self._run(context.log)
+        run = self._run(context.log, window=time_window)
         self._runs.append(run)
         frame = _declared_columns(run.read(asset, spec), spec)
-        metrics = run.metadata()
-        offsets = metrics.pop(m.OFFSETS)
+        metrics = {
+            k: (MetadataValue.json(v) if isinstance(v, dict | list) else v)
+            for k, v in run.metadata().items()
+        }
         plan = run.sources[asset].plan
         planned = {
             f"{topic}-{partition}": [start, plan.stops[(topic, partition)]]
@@ -302,7 +276,7 @@ class KafkaIOManager(ConfigurableIOManager):
         if not context.has_asset_partitions or len(context.asset_partition_keys) == 1:
             # Dagster attaches input metadata to an observation of one partition at most.
             context.add_input_metadata(
-                {**metrics, m.OFFSETS: MetadataValue.json(offsets)},
+                metrics,
                 description=f"Kafka offsets read{window}",
             )
         return frame

@@ -28,6 +28,7 @@ from .dirty import DirtyData, apply_dirty_policy
 from .plan import pending_records, plan_table
 from .read import read_table
 from .tables import KafkaClients, ResolvedTable, resolve_table
+from .windows import TimeWindow, check_retention, window_ranges, window_spec
 from .write import is_exactly_once, open_transaction, write_dead_letters, write_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +48,8 @@ class SourceRead:
     dirty: DirtyData
     read_s: float
     committed: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Why a start moved or a window may be incomplete (offset resets, retention).
+    notes: dict[TopicPartition, str] = field(default_factory=dict)
 
     @property
     def frame(self) -> DataFrame:
@@ -67,6 +70,11 @@ class StreamingRun:
         asset_name: names the stable transactional id of an exactly-once sink.
         max_records_per_split: ranges larger than this are split over several Spark tasks.
         min_splits: read with at least this many Spark tasks (large ranges are cut to get them).
+        window: read the sources' records whose timestamps lie in this time window instead of
+            resuming from a checkpoint; such a run records no checkpoint and commits no offsets
+            to the consumer groups (also not in an exactly-once transaction).
+        windows: the time windows the run covers, by name (a backfill's partition keys), whose
+            offset ranges go into the metadata one by one.
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -83,6 +91,8 @@ class StreamingRun:
     max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT
     min_splits: int | None = None
     log: logging.Logger | Any = _log
+    window: TimeWindow | None = None
+    windows: Mapping[str, TimeWindow] = field(default_factory=dict)
     clients: KafkaClients = field(default_factory=KafkaClients)
     sources: dict[str, SourceRead] = field(default_factory=dict)
     write_result: WriteResult | None = None
@@ -94,6 +104,8 @@ class StreamingRun:
         """``spec`` resolved against the run's connection defaults."""
         if spec is self.sink and self._sink_table is not None:
             return self._sink_table
+        if self.window is not None and spec is not self.sink:
+            spec = window_spec(spec, self.window)
         table = resolve_table(spec, self.defaults, name)
         if spec is self.sink:
             self._sink_table = table
@@ -117,19 +129,24 @@ class StreamingRun:
         self.begin()
         table = self.resolve(spec, name)
         admin = self.clients.admin(table)
+        windowed = self.window is not None
         plan = plan_table(
             table,
             admin,
-            self.checkpoint,
-            transaction=self.transaction,
+            None if windowed else self.checkpoint,
+            transaction=None if windowed else self.transaction,
             sink=self._sink_table,
             max_records_per_split=self.max_records_per_split,
             min_splits=self.min_splits,
         )
-        for reason in plan.resets.values():
+        notes = dict(plan.resets)
+        if self.window is not None:
+            notes.update(check_retention(table, admin, plan, self.window))
+        for reason in notes.values():
             self.log.warning(reason)
-        decoded = decode_table(table, read_table(self.spark, table, plan))
+        decoded = decode_table(table, read_table(self.spark, table, plan), self.window)
         read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
+        read.notes = notes
         self.sources[name] = read  # cached data is released by close() even if dirty fails
         read.dirty = apply_dirty_policy(table, decoded, self.log)
         read.read_s = time.monotonic() - began
@@ -155,7 +172,7 @@ class StreamingRun:
             source_offsets={
                 read.admin.group_id: dict(read.plan.stops)
                 for read in self.sources.values()
-                if read.admin.group_id
+                if read.admin.group_id and self.window is None
             },
             dirty=dirty,
         )
@@ -164,11 +181,12 @@ class StreamingRun:
                 read.dirty = _without_letters(read.dirty)
         return self.write_result
 
-    def commit(self) -> OffsetsCheckpoint:
+    def commit(self) -> OffsetsCheckpoint | None:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
 
         Dead letters not written in a transaction are written first (at-least-once), so a run
-        that fails to write them does not advance.
+        that fails to write them does not advance. A run over a time window moves no
+        checkpoint: it returns None and commits nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
         write_dead_letters(tables, [read.dirty for read in self.sources.values()])
@@ -178,9 +196,13 @@ class StreamingRun:
                 read.table.name,
                 read.admin,
                 read.plan.stops,
-                commit=self.transaction is None and read.table.commit_offsets,
+                commit=self.transaction is None
+                and read.table.commit_offsets
+                and self.window is None,
                 log=self.log,
             )
+        if self.window is not None:
+            return None
         stops = {name: read.plan.stops for name, read in self.sources.items()}
         return next_checkpoint(self.checkpoint, stops)
 
@@ -228,8 +250,32 @@ class StreamingRun:
                 }
         out[m.PENDING_RECORDS.name] = pending_total
         out[m.OFFSETS] = offsets
+        if self.window is not None:
+            out.update(self._window_metadata())
         if self.write_result is not None:
             out.update(write_metrics(self.write_result, elapsed))
+        return out
+
+    def _window_metadata(self) -> dict[str, Any]:
+        """The run's time window, its state, late records, and each window's offset ranges."""
+        assert self.window is not None
+        out: dict[str, Any] = {
+            m.WINDOW_START.name: self.window.start_ms,
+            m.WINDOW_END.name: self.window.end_ms,
+            m.WINDOW_STATE.name: self.window.state(),
+            m.LATE_RECORDS.name: sum(r.decoded.stats.late for r in self.sources.values()),
+        }
+        ranges: dict[str, dict[str, list[int]]] = {}
+        for name, read in self.sources.items():
+            stops = dict(read.plan.stops)
+            by_window = window_ranges(read.admin, list(stops), self.windows, stops)
+            for key, found in by_window.items():
+                for (topic, p), (start, stop) in sorted(found.items()):
+                    ranges.setdefault(key, {})[f"{name}/{topic}-{p}"] = [start, stop]
+        out[m.WINDOWS] = ranges
+        notes = [note for read in self.sources.values() for note in read.notes.values()]
+        if notes:
+            out[m.WINDOW_NOTES] = notes
         return out
 
 

@@ -122,6 +122,26 @@ OLDEST_PENDING_AGE = _metric(
     "first saw them).",
     "tick",
 )
+WINDOW_START = _metric(
+    "windowStart", "epoch ms", "Start of the time window the run read (inclusive).", "window"
+)
+WINDOW_END = _metric(
+    "windowEnd", "epoch ms", "End of the time window the run read (exclusive).", "window"
+)
+WINDOW_STATE = _metric(
+    "windowState",
+    "state",
+    "'complete'; 'open' (not over yet, or within the allowed lateness: read up to the end of "
+    "the log at planning time); or 'future' (nothing to read yet).",
+    "window",
+)
+LATE_RECORDS = _metric(
+    "lateRecords",
+    "records",
+    "Records in the window's offset range whose timestamps belong to an earlier window (left "
+    "out: they arrived after that window's allowed lateness).",
+    "window",
+)
 PARTITIONS = _metric(
     "partitions", "partitions", "Topic-partitions the table subscribes to.", "tick"
 )
@@ -133,6 +153,11 @@ METRICS: tuple[Metric, ...] = tuple(_DECLARED)
 OFFSETS = "offsets"
 #: Metadata key of samples of the run's dirty records (JSON).
 DIRTY_SAMPLES = "dirtySamples"
+#: Metadata key of the offset ranges of each time window a run covered (JSON: window key →
+#: ``<source>/<topic>-<partition>`` → ``[start, stop)``); the late-data check compares them.
+WINDOWS = "windows"
+#: Metadata key of why a window may be incomplete (retention, offset resets).
+WINDOW_NOTES = "windowNotes"
 
 #: The metrics a write records (the transaction's only under exactly-once).
 OUTPUT_METRICS: tuple[Metric, ...] = tuple(
@@ -163,6 +188,7 @@ _SCOPES = {
     "write": "Per write (materialization or output metadata)",
     "transaction": "Per transaction (exactly-once sinks)",
     "partition": "Per topic-partition (JSON under `offsets`, keyed `<source>/<topic>-<partition>`)",
+    "window": "Per run over a time window (time-partitioned assets)",
     "tick": "Per sensor tick (observations of the asset)",
 }
 
