@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ..errors import OffsetsError
 from ..options import KafkaTableSpec
@@ -31,6 +32,11 @@ _WINDOW_REPLACED = (
     "scan.bounded.specific-offsets",
     "scan.bounded.timestamp-millis",
 )
+
+
+def iso(ms: int) -> str:
+    """An epoch-milliseconds timestamp as UTC ISO 8601, for messages."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,11 @@ def check_retention(
         first = stamps.get(tp)
         if first is not None and first <= window.start_ms:
             continue
-        seen = "nothing is retained" if first is None else f"its first record is at {first} ms"
+        seen = "nothing is retained" if first is None else f"its first record is at {iso(first)}"
         reasons[tp] = (
-            f"Records of window [{window.start_ms}, {window.end_ms}) ms in {tp[0]}-{tp[1]} may "
-            f"have been deleted by retention: the log starts at offset {low} and {seen}"
+            f"Records of window [{iso(window.start_ms)}, {iso(window.end_ms)}) in "
+            f"{tp[0]}-{tp[1]} may have been deleted by retention: the log starts at offset {low} "
+            f"and {seen}"
         )
     if reasons and reset_strategy(table.spec) == OffsetResetStrategy.NONE:
         raise OffsetsError(
