@@ -280,6 +280,13 @@ def build_kafka_new_data_sensor(
         age_ms = int(max_pending_age.total_seconds() * 1000)
     tables = streaming_tables(asset)
     key = asset.key
+    if tables.partitions_def is not None:
+        raise KafkaOptionsError(
+            f"Asset {key.to_user_string()!r} is partitioned by time windows: its runs read "
+            f"windows, not the records pending since a checkpoint. Schedule its windows instead "
+            f"(dagster's build_schedule_from_partitioned_job).",
+            keys=("partitions_def",),
+        )
     sensor_name = name or f"{key.to_python_identifier()}_new_data"
     exactly_once = tables.sink is not None and (
         tables.sink.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE

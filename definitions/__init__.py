@@ -2,8 +2,9 @@
 
 It shows the Dagster side of the connector on one pipeline: the source topic as an observable
 external asset, the streaming asset with its four Kafka checks (dirty data, transaction timeout,
-hanging transactions, consumer lag), a scheduled job that runs the checks alone, and the
-partition-discovery and new-data sensors.
+hanging transactions, consumer lag), an hourly-partitioned streaming asset over the same topic
+(windows of record timestamps, single-run backfills, a late-data check), a scheduled job that
+runs the checks alone, and the partition-discovery and new-data sensors.
 
 Load it with ``dagster dev -w workspace.yaml``. It talks to ``$KAFKA_BOOTSTRAP_SERVERS`` or, when
 unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka start``.
@@ -12,7 +13,13 @@ unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka 
 import os
 from datetime import timedelta
 
-from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job
+from dagster import (
+    AssetSelection,
+    Definitions,
+    HourlyPartitionsDefinition,
+    ScheduleDefinition,
+    define_asset_job,
+)
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -21,6 +28,7 @@ from dagster_kafka_flinklike import (
     DirtyDataCheck,
     HangingTransactionsCheck,
     KafkaResource,
+    LateDataCheck,
     SparkResource,
     TransactionTimeoutCheck,
     build_kafka_discovery_sensors,
@@ -31,7 +39,7 @@ from dagster_kafka_flinklike import (
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
 from dagster_kafka_flinklike.spark import local_spark_config
 
-from .tables import CHANNEL_REVENUE, ORDERS
+from .tables import CHANNEL_REVENUE, CHANNEL_REVENUE_HOURLY, ORDERS, ORDERS_BY_TIME
 
 
 @kafka_streaming_asset(
@@ -56,6 +64,23 @@ def channel_revenue(context, orders: DataFrame) -> DataFrame:
     )
 
 
+@kafka_streaming_asset(
+    sources={"orders": ORDERS_BY_TIME},
+    sink=CHANNEL_REVENUE_HOURLY,
+    group_name="orders",
+    partitions_def=HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=1),
+    allowed_lateness=timedelta(minutes=5),
+    checks=[DirtyDataCheck(max_ratio=0.05), LateDataCheck(severity="WARN")],
+)
+def channel_revenue_hourly(context, orders: DataFrame) -> DataFrame:
+    """Per order channel and hour of the records' timestamps: orders and revenue. A backfill
+    over many hours is one run (one Spark job)."""
+    return orders.groupBy(F.date_trunc("hour", "ts").alias("window_start"), "order_channel").agg(
+        F.count(F.lit(1)).alias("order_count"),
+        F.round(F.sum("real_pay"), 2).alias("revenue"),
+    )
+
+
 class ExampleKafkaResource(KafkaResource):
     """Falls back to the embedded demo broker when no cluster is configured."""
 
@@ -73,12 +98,17 @@ def spark_config() -> dict:
 
 #: The checks alone (no data read): lag and transaction health between runs.
 kafka_health = define_asset_job(
-    "kafka_health", selection=AssetSelection.checks_for_assets(channel_revenue)
+    "kafka_health",
+    selection=AssetSelection.checks_for_assets(channel_revenue, channel_revenue_hourly),
 )
 
 defs = Definitions(
     # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
-    assets=[channel_revenue, *build_kafka_source_assets([channel_revenue])],
+    assets=[
+        channel_revenue,
+        channel_revenue_hourly,
+        *build_kafka_source_assets([channel_revenue, channel_revenue_hourly]),
+    ],
     jobs=[kafka_health],
     schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],
     sensors=[

@@ -44,3 +44,41 @@ CHANNEL_REVENUE = KafkaTableSpec.from_options(
     role="sink",
     name="channel_revenue",
 )
+
+#: The same topic read by record timestamps (the hourly asset's windows): ``ts`` is each
+#: record's Kafka timestamp. Windows commit no offsets, so no group id is needed.
+ORDERS_BY_TIME = KafkaTableSpec.from_options(
+    {
+        "connector": "kafka",
+        "topic": "orders",
+        "format": "json",
+        "ingestion.ignore-errors": "true",
+        "ingestion.error-tolerance.max-count": "50",
+    },
+    columns=[
+        *ORDER_COLUMNS,
+        {"name": "ts", "type": "TIMESTAMP_LTZ(3)", "metadata_key": "timestamp"},
+    ],
+    role="source",
+    name="orders",
+)
+
+#: Revenue per channel and hour, keyed by both: re-materializing an hour rewrites the same keys
+#: (an upsert changelog, so a backfill is idempotent for its readers).
+CHANNEL_REVENUE_HOURLY = KafkaTableSpec.from_options(
+    {
+        "connector": "upsert-kafka",
+        "topic": "channel_revenue_hourly",
+        "key.format": "json",
+        "value.format": "json",
+    },
+    columns=[
+        {"name": "window_start", "type": "TIMESTAMP_LTZ(3)"},
+        {"name": "order_channel", "type": "STRING"},
+        {"name": "order_count", "type": "BIGINT"},
+        {"name": "revenue", "type": "DOUBLE"},
+    ],
+    primary_key=["window_start", "order_channel"],
+    role="sink",
+    name="channel_revenue_hourly",
+)
