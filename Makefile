@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The UI test drives Debian's Chromium; `make test` installs it when it is missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env demo test lint bench bench-read bench-write bench-sensor ui clean
+.PHONY: env browser demo test lint bench bench-read bench-write bench-sensor ui clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +21,11 @@ env: $(STAMP)
 demo: env
 	$(BIN)/python -m definitions.demo
 
-test: env
+browser:
+	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
+	  'apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)'
+
+test: env browser
 	$(BIN)/python -m pytest
 
 lint: env

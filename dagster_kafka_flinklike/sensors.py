@@ -205,9 +205,10 @@ def build_kafka_discovery_sensors(
     *,
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
 ) -> list[SensorDefinition]:
-    """One discovery sensor per source table of the streaming ``assets`` whose
-    ``scan.topic-partition-discovery.interval`` is positive (Flink's default is 5 minutes),
-    targeting every given asset that reads the table.
+    """One discovery sensor per subscription (topics or topic pattern, and cluster) of the
+    source tables of the streaming ``assets`` whose ``scan.topic-partition-discovery.interval``
+    is positive (Flink's default is 5 minutes), targeting every given asset that reads it, at
+    the first such table's interval.
 
     Example:
         >>> defs = Definitions(assets=[revenue],  # doctest: +SKIP
@@ -219,7 +220,7 @@ def build_kafka_discovery_sensors(
         for spec in tables.sources.values():
             if spec.partition_discovery_interval_ms is None:
                 continue
-            identity = (spec.name, tuple(sorted(spec.options.items())))
+            identity = (spec.topics, spec.topic_pattern, spec.bootstrap_servers)
             entry = by_table.setdefault(identity, (spec, [], tables.kafka_resource_key))
             entry[1].append(asset)
     return [

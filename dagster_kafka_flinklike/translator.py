@@ -122,13 +122,14 @@ def build_kafka_source_assets(
     translator: KafkaTranslator | None = None,
     kafka_resource_key: str = "kafka",
     name: str = "kafka_source_topics",
+    group_name: str | None = None,
 ) -> list[AssetsDefinition]:
     """External, observable assets for the source topics of streaming ``assets``.
 
     One asset per distinct source table that none of ``assets`` materializes (a table another
     streaming asset writes is that asset). Observing one records its partitions, end offsets and
     record count, with the end offsets as the data version, so the UI shows when a topic got new
-    data.
+    data. ``group_name`` puts the topics whose spec names no group into that group.
 
     Example:
         >>> defs = Definitions(assets=[channel_revenue,  # doctest: +SKIP
@@ -150,6 +151,8 @@ def build_kafka_source_assets(
     if not tables:
         return []
     specs = [translator.get_asset_spec(spec) for spec in tables.values()]
+    if group_name is not None:
+        specs = [s if s.group_name else s.replace_attributes(group_name=group_name) for s in specs]
 
     with warnings.catch_warnings():  # observable external assets are "beta" in Dagster 1.13
         warnings.simplefilter("ignore", BetaWarning)

@@ -107,7 +107,7 @@ defs = Definitions(
     assets=[
         channel_revenue,
         channel_revenue_hourly,
-        *build_kafka_source_assets([channel_revenue, channel_revenue_hourly]),
+        *build_kafka_source_assets([channel_revenue, channel_revenue_hourly], group_name="orders"),
     ],
     jobs=[kafka_health],
     schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],

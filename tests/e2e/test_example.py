@@ -112,3 +112,31 @@ def test_webserver_serves_the_code_location(tmp_path, kafka_bootstrap) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_partition_range_backfills_in_one_run_from_the_cli(tmp_path, kafka_bootstrap) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from dagster import AssetKey, DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    env = _env(tmp_path, kafka_bootstrap)
+    subprocess.run(
+        [sys.executable, "-c", "from definitions.demo import _ensure_topics as e; import os; "
+         "e(os.environ['KAFKA_BOOTSTRAP_SERVERS'])"],
+        cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    first, last = (hour - timedelta(hours=2)), hour
+    span = f"{first:%Y-%m-%d-%H:%M}...{last:%Y-%m-%d-%H:%M}"
+    out = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "definitions",
+         "--select", "channel_revenue_hourly", "--partition-range", span],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    instance = DagsterInstance.from_ref(InstanceRef.from_dir(env["DAGSTER_HOME"]))
+    records = instance.fetch_materializations(AssetKey("channel_revenue_hourly"), limit=10).records
+    partitions = sorted(r.asset_materialization.partition for r in records)
+    assert partitions == [f"{hour - timedelta(hours=n):%Y-%m-%d-%H:%M}" for n in (2, 1, 0)]
+    assert len({r.run_id for r in records}) == 1  # the range was one run
