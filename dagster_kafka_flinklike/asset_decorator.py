@@ -11,6 +11,7 @@ materialization, and each can run alone (select only the check) without reading 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
+    DynamicPartitionsDefinition,
     MaterializeResult,
     MetadataValue,
     Output,
@@ -45,6 +47,7 @@ from .checks import (
 from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import metrics as m
+from .run.batches import SOURCE_NAME, parse_batch_key
 from .run.windows import TimeWindow
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
 from .translator import ROW_COUNT, KafkaTranslator, table_metadata
@@ -72,6 +75,8 @@ class StreamingTables:
     partitions_def: TimeWindowPartitionsDefinition | None = None
     #: How late a record may arrive and still be read with its window.
     lateness_ms: int = 0
+    #: The asset's offset batches (dynamic partitions naming exact offset ranges), if any.
+    offset_batches: DynamicPartitionsDefinition | None = None
 
     def window(self, key: str) -> TimeWindow:
         """The time window of partition ``key`` (with the allowed lateness)."""
@@ -176,6 +181,36 @@ def _check_offsets_commit(
         )
 
 
+def _check_offset_batches(
+    offset_batches: bool,
+    partitions_def: PartitionsDefinition | None,
+    sources: Mapping[str, KafkaTableSpec],
+    checks: Sequence[KafkaAssetCheck],
+) -> None:
+    if not offset_batches:
+        return
+    if partitions_def is not None:
+        raise KafkaOptionsError(
+            "offset_batches=True partitions the asset by the batches its runs read; it cannot "
+            "also take a partitions_def.",
+            keys=("offset_batches", "partitions_def"),
+        )
+    bad = sorted(n for n in sources if not SOURCE_NAME.fullmatch(n))
+    if bad:
+        raise KafkaOptionsError(
+            f"Offset batch keys name their sources: source name(s) {', '.join(map(repr, bad))} "
+            f"must use only letters, digits, '_', '.' and '-'.",
+            keys=("sources",),
+        )
+    lag = [c.name for c in checks if isinstance(c, ConsumerLagCheck)]
+    if lag:
+        raise KafkaOptionsError(
+            f"Check(s) {', '.join(lag)}: an asset partitioned by offset batches has no "
+            f"checkpoint to measure lag from; its new-data sensor records the pending records.",
+            keys=("checks",),
+        )
+
+
 def _check_tables(sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None) -> None:
     if not sources:
         raise KafkaOptionsError("A streaming asset needs at least one source table.")
@@ -212,6 +247,7 @@ def kafka_streaming_asset(
     partitions_def: PartitionsDefinition | None = None,
     backfill_policy: BackfillPolicy | None = None,
     allowed_lateness: timedelta = timedelta(0),
+    offset_batches: bool = False,
 ) -> Callable[[StreamingBody], AssetsDefinition]:
     """Declare an asset whose body is a Spark query over Kafka source tables.
 
@@ -237,6 +273,12 @@ def kafka_streaming_asset(
     checkpoint and commit no offsets to the consumer groups; under exactly-once the
     transactional id includes the partition keys, so windows do not fence each other.
 
+    With ``offset_batches=True`` the asset is partitioned by the batches its runs read: dynamic
+    partitions (``<asset>_offset_batches``) whose keys name the exact offset ranges, e.g.
+    ``orders/orders:0=0-160,1=0-160``. ``build_kafka_new_data_sensor`` plans each next batch
+    (from where the last one stopped to the end of the log), adds its key and requests its run;
+    re-running a key reads exactly the same records. One run per batch.
+
     ``checks`` are the asset's Kafka checks (:class:`~.checks.DirtyDataCheck`,
     :class:`~.checks.TransactionTimeoutCheck`, :class:`~.checks.HangingTransactionsCheck`,
     :class:`~.checks.ConsumerLagCheck`), emitted with each materialization and runnable alone.
@@ -256,6 +298,7 @@ def kafka_streaming_asset(
     """
     _check_tables(sources, sink)
     _check_partitioning(partitions_def, allowed_lateness, checks or ())
+    _check_offset_batches(offset_batches, partitions_def, sources, checks or ())
     if partitions_def is not None and backfill_policy is None:
         backfill_policy = BackfillPolicy.single_run()
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
@@ -264,6 +307,11 @@ def kafka_streaming_asset(
 
     def decorator(fn: StreamingBody) -> AssetsDefinition:
         key = AssetKey([*prefix, name or fn.__name__])
+        batches = (
+            DynamicPartitionsDefinition(name=f"{key.to_python_identifier()}_offset_batches")
+            if offset_batches
+            else None
+        )
         attached = tuple(checks) if checks is not None else tuple(default_checks(sources, sink))
         check_names_are_unique(attached, key.to_user_string())
         by_key = {AssetCheckKey(key, c.name): c for c in attached}
@@ -274,6 +322,7 @@ def kafka_streaming_asset(
             attached,
             partitions_def,  # type: ignore[arg-type]
             int(allowed_lateness.total_seconds() * 1000),
+            batches,
         )
         asset_metadata = {
             "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
@@ -304,8 +353,8 @@ def kafka_streaming_asset(
             can_subset=bool(attached),
             required_resource_keys={kafka_resource_key, spark_resource_key},
             op_tags=op_tags,
-            partitions_def=partitions_def,
-            backfill_policy=backfill_policy,
+            partitions_def=batches or partitions_def,
+            backfill_policy=BackfillPolicy.multi_run() if batches else backfill_policy,
             **shape,
         )
         def _streaming_asset(context):  # type: ignore[no-untyped-def]
@@ -369,8 +418,12 @@ def _materialize(
 
     kafka = getattr(context.resources, tables.kafka_resource_key)
     name = key.to_user_string()
-    window, windows, checkpoint_before = None, {}, None
-    if tables.partitions_def is not None:
+    window, windows, checkpoint_before, ranges = None, {}, None, None
+    if tables.offset_batches is not None:
+        batch = context.partition_key
+        ranges = parse_batch_key(batch)
+        name = f"{name}-batch-{hashlib.sha1(batch.encode()).hexdigest()[:12]}"
+    elif tables.partitions_def is not None:
         keys = list(context.partition_keys)
         windows = {k: tables.window(k) for k in keys}
         tw = context.partition_time_window
@@ -391,6 +444,7 @@ def _materialize(
         log=context.log,
         window=window,
         windows=windows,
+        ranges=ranges,
     )
     try:
         frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}

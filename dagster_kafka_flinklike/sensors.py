@@ -44,8 +44,9 @@ from dagster import (
 from .asset_decorator import latest_checkpoint, streaming_tables
 from .errors import KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
-from .run import KafkaClients
+from .run import KafkaClients, ResolvedTable
 from .run import metrics as m
+from .run.batches import OffsetRanges, batch_key, batch_positions, next_batch
 from .run.lag import source_lag
 
 #: How long one Kafka request of a tick may take, retries included (Dagster allows 60 s).
@@ -231,6 +232,17 @@ def build_kafka_discovery_sensors(
     ]
 
 
+def _next_batch(tables: Sequence[ResolvedTable], done: Sequence[str]) -> OffsetRanges:
+    """The ranges of each source's next offset batch after the batches ``done``."""
+    positions = batch_positions(done)
+    return {
+        table.name: next_batch(
+            table, _CLIENTS.admin(table), positions.get(table.name, {}) if done else None
+        )
+        for table in tables
+    }
+
+
 def _in_flight(context: SensorEvaluationContext, key: AssetKey) -> str | None:
     records = context.instance.get_run_records(RunsFilter(statuses=_IN_FLIGHT), limit=50)
     for record in records:
@@ -254,7 +266,10 @@ def build_kafka_new_data_sensor(
     It requests a run when at least ``min_pending_records`` records are pending, or when
     records have been pending longer than ``max_pending_age`` (measured from the tick that
     first saw them). Every tick records the lag as an observation of the asset
-    (``pendingRecords``, ``oldestPendingAgeMs``, per-partition ``offsets``).
+    (``pendingRecords``, ``oldestPendingAgeMs``, per-partition ``offsets``). For an asset
+    partitioned by offset batches, the pending records are the next batch: from where the last
+    batch stopped to the end of the log; when due, the tick adds the batch's key to the asset's
+    dynamic partitions and requests its run.
 
     Example:
         >>> sensor = build_kafka_new_data_sensor(  # doctest: +SKIP
@@ -281,6 +296,7 @@ def build_kafka_new_data_sensor(
         age_ms = int(max_pending_age.total_seconds() * 1000)
     tables = streaming_tables(asset)
     key = asset.key
+    batches = tables.offset_batches
     if tables.partitions_def is not None:
         raise KafkaOptionsError(
             f"Asset {key.to_user_string()!r} is partitioned by time windows: its runs read "
@@ -308,24 +324,32 @@ def build_kafka_new_data_sensor(
         # (``**_``: calling a sensor directly also passes its resources as keywords)
         kafka = getattr(context.resources, tables.kafka_resource_key)
         now = int(time.time() * 1000)
-        table = None
+        resolved: list[ResolvedTable] = []
         try:
-            checkpoint = latest_checkpoint(context.instance, key)
-            pending: dict[str, int] = {}
-            stops: dict[str, int] = {}
-            for source, spec in tables.sources.items():
-                table = kafka.resolve(spec, source)
-                admin = _CLIENTS.admin(table)
-                lag = source_lag(table, admin, checkpoint, exactly_once=exactly_once)
-                for (topic, partition), count in lag.pending.items():
-                    pending[f"{source}/{topic}-{partition}"] = count
-                    stops[f"{source}/{topic}-{partition}"] = lag.stops[(topic, partition)]
+            resolved = [kafka.resolve(spec, source) for source, spec in tables.sources.items()]
+            if batches is not None:
+                done = context.instance.get_dynamic_partitions(str(batches.name))
+                batch = _next_batch(resolved, done)
+                ranges = {(s, tp): r for s, found in batch.items() for tp, r in found.items()}
+            else:
+                batch = {}
+                checkpoint = latest_checkpoint(context.instance, key)
+                ranges = {}
+                for table in resolved:
+                    lag = source_lag(
+                        table, _CLIENTS.admin(table), checkpoint, exactly_once=exactly_once
+                    )
+                    ranges.update(
+                        {(table.name, tp): (lag.starts[tp], lag.stops[tp]) for tp in lag.stops}
+                    )
         except Exception as exc:  # a tick never raises: skip, keep the cursor
-            if table is not None:
+            for table in resolved:
                 _CLIENTS.forget(table)
             return SkipReason(
                 f"Could not plan the Kafka sources of {key.to_user_string()!r}: {exc}"
             )
+        pending = {f"{s}/{t}-{p}": max(b - a, 0) for (s, (t, p)), (a, b) in ranges.items()}
+        stops = {f"{s}/{t}-{p}": b for (s, (t, p)), (_, b) in ranges.items()}
         since = {
             k: int(v)
             for k, v in (_cursor(context.cursor, "since") or {}).items()
@@ -359,6 +383,21 @@ def build_kafka_new_data_sensor(
             return SensorResult(
                 skip_reason=f"{total} record(s) pending, but run {running} of "
                 f"{key.to_user_string()!r} is in flight; it or the next one reads them.",
+                cursor=cursor,
+                asset_events=[observation],
+            )
+        if batches is not None:
+            name = batch_key(batch)
+            context.log.info(f"New offset batch of {key.to_user_string()!r}: {name}")
+            request = RunRequest(
+                run_key=f"batch-{_digest(name)}",
+                asset_selection=[key],
+                partition_key=name,
+                tags={SENSOR_TAG: sensor_name},
+            )
+            return SensorResult(
+                run_requests=[request],
+                dynamic_partitions_requests=[batches.build_add_request([name])],
                 cursor=cursor,
                 asset_events=[observation],
             )

@@ -22,6 +22,7 @@ from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan
 from ..source.offsets import TopicPartition
 from ..state.checkpoint import OffsetsCheckpoint
 from . import metrics as m
+from .batches import OffsetRanges, replay_plan
 from .commit import commit_group_offsets, next_checkpoint
 from .decode import DecodedTable, decode_table
 from .dirty import DirtyData, apply_dirty_policy
@@ -75,6 +76,8 @@ class StreamingRun:
             to the consumer groups (also not in an exactly-once transaction).
         windows: the time windows the run covers, by name (a backfill's partition keys), whose
             offset ranges go into the metadata one by one.
+        ranges: read exactly these offset ranges (an offset batch, :mod:`.batches`) instead of
+            resuming from a checkpoint; like a window, such a run moves no checkpoint.
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -93,12 +96,19 @@ class StreamingRun:
     log: logging.Logger | Any = _log
     window: TimeWindow | None = None
     windows: Mapping[str, TimeWindow] = field(default_factory=dict)
+    ranges: OffsetRanges | None = None
     clients: KafkaClients = field(default_factory=KafkaClients)
     sources: dict[str, SourceRead] = field(default_factory=dict)
     write_result: WriteResult | None = None
     transaction: TransactionalSink | None = None
     started: float = field(default_factory=time.monotonic)
     _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
+
+    @property
+    def replaying(self) -> bool:
+        """Whether the run reads a time window or an offset batch instead of resuming from
+        the checkpoint (it then neither reads nor moves the checkpoint or the group offsets)."""
+        return self.window is not None or self.ranges is not None
 
     def resolve(self, spec: KafkaTableSpec, name: str | None = None) -> ResolvedTable:
         """``spec`` resolved against the run's connection defaults."""
@@ -129,16 +139,24 @@ class StreamingRun:
         self.begin()
         table = self.resolve(spec, name)
         admin = self.clients.admin(table)
-        windowed = self.window is not None
-        plan = plan_table(
-            table,
-            admin,
-            None if windowed else self.checkpoint,
-            transaction=None if windowed else self.transaction,
-            sink=self._sink_table,
-            max_records_per_split=self.max_records_per_split,
-            min_splits=self.min_splits,
-        )
+        if self.ranges is not None:
+            plan = replay_plan(
+                table,
+                admin,
+                self.ranges.get(name, {}),
+                max_records_per_split=self.max_records_per_split,
+                min_splits=self.min_splits,
+            )
+        else:
+            plan = plan_table(
+                table,
+                admin,
+                None if self.replaying else self.checkpoint,
+                transaction=None if self.replaying else self.transaction,
+                sink=self._sink_table,
+                max_records_per_split=self.max_records_per_split,
+                min_splits=self.min_splits,
+            )
         notes = dict(plan.resets)
         if self.window is not None:
             notes.update(check_retention(table, admin, plan, self.window))
@@ -172,7 +190,7 @@ class StreamingRun:
             source_offsets={
                 read.admin.group_id: dict(read.plan.stops)
                 for read in self.sources.values()
-                if read.admin.group_id and self.window is None
+                if read.admin.group_id and not self.replaying
             },
             dirty=dirty,
         )
@@ -185,8 +203,8 @@ class StreamingRun:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
 
         Dead letters not written in a transaction are written first (at-least-once), so a run
-        that fails to write them does not advance. A run over a time window moves no
-        checkpoint: it returns None and commits nothing to the groups.
+        that fails to write them does not advance. A run over a time window or an offset batch
+        moves no checkpoint: it returns None and commits nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
         write_dead_letters(tables, [read.dirty for read in self.sources.values()])
@@ -198,10 +216,10 @@ class StreamingRun:
                 read.plan.stops,
                 commit=self.transaction is None
                 and read.table.commit_offsets
-                and self.window is None,
+                and not self.replaying,
                 log=self.log,
             )
-        if self.window is not None:
+        if self.replaying:
             return None
         stops = {name: read.plan.stops for name, read in self.sources.items()}
         return next_checkpoint(self.checkpoint, stops)
