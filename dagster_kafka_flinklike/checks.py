@@ -61,6 +61,11 @@ def _non_negative(check: str, parameter: str, value: float | None) -> None:
         raise _invalid(check, parameter, f"must be a number >= 0, got {value!r}")
 
 
+def _whole(check: str, parameter: str, value: int | None, minimum: int) -> None:
+    if value is not None and (not isinstance(value, int) or value < minimum):
+        raise _invalid(check, parameter, f"must be an int >= {minimum}, got {value!r}")
+
+
 def _ratio(check: str, parameter: str, value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
         raise _invalid(check, parameter, f"must be a ratio between 0 and 1, got {value!r}")
@@ -219,10 +224,7 @@ class DirtyDataCheck(KafkaAssetCheck):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.max_count is not None and (
-            not isinstance(self.max_count, int) or self.max_count < 0
-        ):
-            raise _invalid("DirtyDataCheck", "max_count", f"must be >= 0, got {self.max_count!r}")
+        _whole("DirtyDataCheck", "max_count", self.max_count, 0)
         _ratio("DirtyDataCheck", "max_ratio", self.max_ratio)
 
     @property
@@ -617,8 +619,7 @@ class LateDataCheck(KafkaAssetCheck):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.windows, int) or self.windows < 1:
-            raise _invalid("LateDataCheck", "windows", f"must be an int >= 1, got {self.windows!r}")
+        _whole("LateDataCheck", "windows", self.windows, 1)
 
     @property
     def default_name(self) -> str:
