@@ -109,9 +109,8 @@ def test_each_batch_is_named_by_its_ranges_and_replays_exactly(
     assert events[0].asset_materialization.partition == request.partition_key
     assert "kafka_checkpoint" not in events[0].asset_materialization.metadata
 
-    deleted = AdminClient({"bootstrap.servers": kafka_bootstrap}).delete_records(
-        [CTopicPartition(topic, 0, 3)], request_timeout=60
-    )
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})  # kept: it serves the future
+    deleted = admin.delete_records([CTopicPartition(topic, 0, 3)], request_timeout=60)
     for future in deleted.values():
         future.result(90)
     gone = materialize(
