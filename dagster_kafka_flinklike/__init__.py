@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
         DeliveryError,
         DeserializationError,
         EmbeddedKafkaError,
+        FlinkSqlError,
         KafkaClientError,
         KafkaConnectorError,
         KafkaErrorKind,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
         build_kafka_new_data_sensor,
     )
     from .spark import SparkResource
+    from .sql import parse_flink_sql
     from .state import OffsetsCheckpoint
     from .translator import KafkaTranslator, build_kafka_source_assets
 
@@ -66,6 +68,7 @@ _EXPORTS = {
     "DeserializationError": ".errors",
     "DirtyDataCheck": ".checks",
     "EmbeddedKafkaError": ".errors",
+    "FlinkSqlError": ".errors",
     "HangingTransactionsCheck": ".checks",
     "KafkaAssetCheck": ".checks",
     "KafkaClientError": ".errors",
@@ -92,6 +95,7 @@ _EXPORTS = {
     "build_kafka_source_assets": ".translator",
     "kafka_streaming_asset": ".asset_decorator",
     "kafka_table_metadata": ".io_manager",
+    "parse_flink_sql": ".sql",
 }
 
 __all__ = [
@@ -103,6 +107,7 @@ __all__ = [
     "DeserializationError",
     "DirtyDataCheck",
     "EmbeddedKafkaError",
+    "FlinkSqlError",
     "HangingTransactionsCheck",
     "KafkaAssetCheck",
     "KafkaClientError",
@@ -130,6 +135,7 @@ __all__ = [
     "build_kafka_source_assets",
     "kafka_streaming_asset",
     "kafka_table_metadata",
+    "parse_flink_sql",
 ]
 
 

@@ -29,7 +29,7 @@ dagster_kafka_flinklike/options/; edit those, not this page. A unit test fails w
 
 A Kafka table is declared with the options of Apache Flink's Kafka SQL connector, as a Python
 dict, as YAML, or in Flink SQL (`CREATE TABLE ... WITH (...)`, parsed by
-`dagster_kafka_flinklike.options.parse_flink_sql`). Keys and enum values are Flink's, verbatim;
+`dagster_kafka_flinklike.parse_flink_sql`). Keys and enum values are Flink's, verbatim;
 every option is validated when the definitions load, and an unknown or malformed option is an
 error that names the key (with a "did you mean" hint for typos).
 """

@@ -8,18 +8,20 @@ import pytest
 from pyspark.sql import types as T
 
 from dagster_kafka_flinklike.options import (
-    CreateTable,
-    CreateView,
     DeliveryGuarantee,
-    FlinkSqlError,
-    InsertInto,
     KafkaOptionsError,
-    SetOption,
     StartupMode,
     ValueFieldsInclude,
+    struct_type,
+)
+from dagster_kafka_flinklike.sql import (
+    CreateTable,
+    CreateView,
+    FlinkSqlError,
+    InsertInto,
+    SetOption,
     Watermark,
     parse_flink_sql,
-    struct_type,
 )
 
 SCRIPT = """

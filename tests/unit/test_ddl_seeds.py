@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from dagster_kafka_flinklike.options import CreateTable, FlinkSqlError, InsertInto, parse_flink_sql
+from dagster_kafka_flinklike.sql import CreateTable, FlinkSqlError, InsertInto, parse_flink_sql
 
 SEEDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds"
 _START = re.compile(r"(?i)\b(create\s+(?:temporary\s+)?table|insert\s+into)\s+")

@@ -61,10 +61,13 @@ def test_docstring_examples_run() -> None:
     import importlib
     import pkgutil
 
+    import dagster_kafka_flinklike.sql as sql_pkg
+
     failed = 0
-    for info in pkgutil.iter_modules(options_pkg.__path__):
-        if info.name == "__main__":
-            continue
-        module = importlib.import_module(f"{options_pkg.__name__}.{info.name}")
-        failed += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
+    for package in (options_pkg, sql_pkg):
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name == "__main__":
+                continue
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            failed += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
     assert failed == 0

@@ -11,17 +11,16 @@ from hypothesis import strategies as st
 from dagster_kafka_flinklike.options import (
     OPTIONS,
     Column,
-    FlinkSqlError,
     KafkaOptionsError,
     KafkaTableSpec,
     client_config,
     parse_duration_ms,
-    parse_flink_sql,
     parse_flink_type,
     parse_specific_offsets,
 )
 from dagster_kafka_flinklike.options._formats import FORMAT_OPTIONS
 from dagster_kafka_flinklike.options._librdkafka import LIBRDKAFKA_PROPERTIES
+from dagster_kafka_flinklike.sql import FlinkSqlError, parse_flink_sql
 
 from .test_options_support import BASE, COLUMNS
 

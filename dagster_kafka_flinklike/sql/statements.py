@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import KafkaOptionsError
-from ._properties import REDACTED, is_secret, redact
-from ._spec import KafkaTableSpec
-from ._table import CONNECTORS
-from ._types import Column
+from ..options import CONNECTORS, REDACTED, Column, KafkaTableSpec, is_secret, redact
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,7 @@ class CreateTable:
     Kafka table also comes back with ``spec`` None and the reason in ``error``.
 
     Example:
-        >>> from dagster_kafka_flinklike.options import parse_flink_sql
+        >>> from dagster_kafka_flinklike.sql import parse_flink_sql
         >>> [t] = parse_flink_sql("CREATE TABLE p (a INT) WITH ('connector' = 'print')")
         >>> (t.name, t.supported)
         ('p', False)
@@ -79,7 +76,7 @@ class CreateView:
     """``CREATE [TEMPORARY] VIEW name AS query``: a named query over other tables.
 
     Example:
-        >>> from dagster_kafka_flinklike.options import parse_flink_sql
+        >>> from dagster_kafka_flinklike.sql import parse_flink_sql
         >>> [v] = parse_flink_sql("CREATE TEMPORARY VIEW v AS SELECT * FROM t")
         >>> v.sources
         ('t',)
@@ -104,7 +101,7 @@ class InsertInto:
     names after FROM, JOIN and TABLE).
 
     Example:
-        >>> from dagster_kafka_flinklike.options import parse_flink_sql
+        >>> from dagster_kafka_flinklike.sql import parse_flink_sql
         >>> [i] = parse_flink_sql("INSERT INTO s SELECT id FROM t")
         >>> (i.target, i.query, i.sources)
         ('s', 'SELECT id FROM t', ('t',))
@@ -125,7 +122,7 @@ class SetOption:
     """``SET 'key' = 'value'``: a job configuration option (secrets hidden in its repr).
 
     Example:
-        >>> from dagster_kafka_flinklike.options import parse_flink_sql
+        >>> from dagster_kafka_flinklike.sql import parse_flink_sql
         >>> parse_flink_sql("SET 'pipeline.name' = 'orders'")[0].value
         'orders'
     """

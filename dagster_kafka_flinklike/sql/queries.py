@@ -6,7 +6,7 @@ Queries stay text that Spark runs; this only tells the Dagster layer which decla
 
 from __future__ import annotations
 
-from ._sqllex import IDENT, QIDENT, SYMBOL, Token
+from .lexer import IDENT, QIDENT, SYMBOL, Token
 
 _NOT_ALIAS = {
     "WHERE",

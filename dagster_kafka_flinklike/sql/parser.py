@@ -10,12 +10,10 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import FlinkSqlError, KafkaOptionsError
-from ._queries import query_sources
-from ._spec import KafkaTableSpec
-from ._sqllex import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
-from ._statements import CreateTable, CreateView, InsertInto, SetOption, Statement, Watermark
-from ._table import CONNECTORS
-from ._types import Column, FlinkTypeError, parse_flink_type
+from ..options import CONNECTORS, Column, FlinkTypeError, KafkaTableSpec, parse_flink_type
+from .lexer import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
+from .queries import query_sources
+from .statements import CreateTable, CreateView, InsertInto, SetOption, Statement, Watermark
 
 _COLUMN_STOP = ("METADATA", "COMMENT", "PRIMARY", "CONSTRAINT")
 _QUERY_START = ("SELECT", "WITH", "VALUES", "TABLE")
