@@ -77,6 +77,8 @@ class StreamingTables:
     lateness_ms: int = 0
     #: The asset's offset batches (dynamic partitions naming exact offset ranges), if any.
     offset_batches: DynamicPartitionsDefinition | None = None
+    #: False: every run reads from the startup position, not from the last checkpoint.
+    from_checkpoint: bool = True
 
     def window(self, key: str) -> TimeWindow:
         """The time window of partition ``key`` (with the allowed lateness)."""
@@ -248,6 +250,7 @@ def kafka_streaming_asset(
     backfill_policy: BackfillPolicy | None = None,
     allowed_lateness: timedelta = timedelta(0),
     offset_batches: bool = False,
+    from_checkpoint: bool = True,
 ) -> Callable[[StreamingBody], AssetsDefinition]:
     """Declare an asset whose body is a Spark query over Kafka source tables.
 
@@ -278,6 +281,11 @@ def kafka_streaming_asset(
     ``orders/orders:0=0-160,1=0-160``. ``build_kafka_new_data_sensor`` plans each next batch
     (from where the last one stopped to the end of the log), adds its key and requests its run;
     re-running a key reads exactly the same records. One run per batch.
+
+    With ``from_checkpoint=False`` every run reads each source from its startup position
+    (``scan.startup.mode``) to its bounded end, ignoring the last checkpoint: for queries that
+    aggregate over all records into an ``upsert-kafka`` sink, whose latest value per key is then
+    the result over everything read.
 
     ``checks`` are the asset's Kafka checks (:class:`~.checks.DirtyDataCheck`,
     :class:`~.checks.TransactionTimeoutCheck`, :class:`~.checks.HangingTransactionsCheck`,
@@ -323,6 +331,7 @@ def kafka_streaming_asset(
             partitions_def,  # type: ignore[arg-type]
             int(allowed_lateness.total_seconds() * 1000),
             batches,
+            from_checkpoint,
         )
         asset_metadata = {
             "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
@@ -431,7 +440,7 @@ def _materialize(
         name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
         if window.state() == "future":
             context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")
-    else:
+    elif tables.from_checkpoint:
         checkpoint_before = latest_checkpoint(context.instance, key)
     run = StreamingRun(
         spark=spark,

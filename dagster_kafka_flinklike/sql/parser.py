@@ -132,6 +132,11 @@ class _Parser:
     def source_text(self, tokens: list[Token]) -> str:
         return self.text[tokens[0].start : tokens[-1].end] if tokens else ""
 
+    @staticmethod
+    def span(tokens: list[Token]) -> tuple[int, int]:
+        """Where ``tokens`` lie in the script (character offsets), for the translator."""
+        return (tokens[0].start, tokens[-1].end) if tokens else (0, 0)
+
     def rest(self, what: str) -> tuple[str, list[Token]]:
         """Everything up to ';' or the end: a query, kept as text."""
         start = self.i
@@ -145,14 +150,33 @@ class _Parser:
     # -- statements ------------------------------------------------------------------------
     def script(self) -> list[Statement]:
         statements: list[Statement] = []
+        sets = 0
+        in_set: Token | None = None  # the BEGIN / EXECUTE of the open statement set
         while self.tok.kind != EOF:
             if self.accept_symbol(";"):
                 continue
+            first = self.tok
+            if in_set is None and (
+                self.accept("EXECUTE", "STATEMENT", "SET", "BEGIN")
+                or (self.accept("BEGIN", "STATEMENT", "SET") and self.expect_symbol(";"))
+            ):
+                in_set, sets = first, sets + 1
+                continue
+            if in_set is not None and self.accept("END"):
+                in_set = None
+                continue
             self.soft_error = None
             self.first_tokens.append(self.tok)
-            statements.append(self.statement())
+            statement = self.statement()
+            if in_set is not None:
+                if not isinstance(statement, InsertInto):
+                    raise self.error("a statement set holds only INSERT INTO statements", first)
+                statement = dataclasses.replace(statement, statement_set=sets)
+            statements.append(statement)
             if self.tok.kind != EOF:
                 self.expect_symbol(";")
+        if in_set is not None:
+            raise self.error("the statement set is never closed with END", in_set)
         return statements
 
     def statement(self) -> Statement:
@@ -192,9 +216,10 @@ class _Parser:
             raise self.error("CREATE TABLE ... LIKE is not supported; declare the table fully")
         as_query: str | None = None
         sources: tuple[str, ...] = ()
+        span = (0, 0)
         if self.accept("AS"):
             as_query, tokens = self.rest("a query after AS")
-            sources = query_sources(tokens)
+            sources, span = query_sources(tokens), self.span(tokens)
         table = CreateTable(
             name=qname[-1],
             qualified_name=qname,
@@ -210,6 +235,7 @@ class _Parser:
             as_query=as_query,
             sources=sources,
             line=first.line,
+            query_span=span,
         )
         return self.validate(table, with_tok if options else name_tok)
 
@@ -394,6 +420,7 @@ class _Parser:
             names,
             query_sources(tokens),
             first.line,
+            self.span(tokens),
         )
 
     def insert(self, first: Token) -> InsertInto:
@@ -417,7 +444,15 @@ class _Parser:
         if not (query_tok.is_word(*_QUERY_START) or query_tok.value == "("):
             raise self.error(f"expected a query but found {query_tok.describe()}", query_tok)
         return InsertInto(
-            ".".join(qname), qname, query, overwrite, names, query_sources(tokens), None, first.line
+            ".".join(qname),
+            qname,
+            query,
+            overwrite,
+            names,
+            query_sources(tokens),
+            None,
+            first.line,
+            self.span(tokens),
         )
 
 

@@ -52,6 +52,8 @@ class CreateTable:
     sources: tuple[str, ...] = ()
     error: KafkaOptionsError | None = field(default=None, compare=False)
     line: int = 1
+    #: Where ``as_query`` lies in the script (character offsets), for :mod:`.translate`.
+    query_span: tuple[int, int] = (0, 0)
 
     @property
     def connector(self) -> str | None:
@@ -90,6 +92,8 @@ class CreateView:
     column_names: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     line: int = 1
+    #: Where ``query`` lies in the script (character offsets), for :mod:`.translate`.
+    query_span: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,10 @@ class InsertInto:
     sources: tuple[str, ...] = ()
     table: CreateTable | None = None
     line: int = 1
+    #: Where ``query`` lies in the script (character offsets), for :mod:`.translate`.
+    query_span: tuple[int, int] = (0, 0)
+    #: The statement set (``EXECUTE STATEMENT SET BEGIN ... END``) it belongs to: 1, 2, ...
+    statement_set: int | None = None
 
 
 @dataclass(frozen=True)

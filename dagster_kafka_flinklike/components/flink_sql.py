@@ -1,0 +1,173 @@
+"""Flink SQL scripts as Dagster definitions: one streaming asset per ``INSERT INTO``.
+
+Each insert of a planned script (:func:`~..sql.pipeline.plan_flink_sql`) becomes a
+``@kafka_streaming_asset`` whose body runs the translated query over its source tables, keyed by
+the translator (the sink table's asset), depending on its source topics, with the Kafka checks
+the Python API attaches. A statement set becomes a job that materializes its inserts together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetsDefinition,
+    AssetSelection,
+    Definitions,
+    JobDefinition,
+    PartitionsDefinition,
+    TimeWindowPartitionsDefinition,
+    UnresolvedAssetJobDefinition,
+    define_asset_job,
+)
+
+from ..asset_decorator import kafka_streaming_asset
+from ..errors import KafkaOptionsError
+from ..options import KafkaTableSpec
+from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
+from ..translator import KafkaTranslator, build_kafka_source_assets
+
+__all__ = ["build_flink_sql_definitions", "partition_period"]
+
+
+def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, int] | None:
+    """``(period_ms, first_start_ms)`` of fixed-length time-window partitions, else None.
+
+    Raises:
+        KafkaOptionsError: time windows of varying length (monthly, or across a daylight saving
+            change), which no aggregation window divides.
+    """
+    if partitions_def is None:
+        return None
+    if not isinstance(partitions_def, TimeWindowPartitionsDefinition):
+        raise KafkaOptionsError(
+            f"partitions_def is a {type(partitions_def).__name__}: Flink SQL pipelines are "
+            f"partitioned by time windows (e.g. HourlyPartitionsDefinition), or not at all.",
+            keys=("partitions_def",),
+        )
+    window = partitions_def.get_first_partition_window()
+    if window is None:
+        raise KafkaOptionsError("partitions_def has no partition yet.", keys=("partitions_def",))
+    lengths = set()
+    for _ in range(48):
+        lengths.add(window.end - window.start)
+        following = partitions_def.get_next_partition_window(window.end, respect_bounds=False)
+        if following is None:
+            break
+        window = following
+    if len(lengths) != 1:
+        raise KafkaOptionsError(
+            "partitions_def has windows of different lengths; a window aggregation needs "
+            "partitions of one fixed length (e.g. hourly, or daily in UTC).",
+            keys=("partitions_def",),
+        )
+    first = partitions_def.get_first_partition_window()
+    assert first is not None
+    period_ms = int(lengths.pop().total_seconds() * 1000)
+    return period_ms, int(first.start.timestamp() * 1000)
+
+
+def _insert_asset(
+    insert: SqlInsert,
+    pipeline: FlinkSqlPipeline,
+    translator: KafkaTranslator,
+    options: Mapping[str, Any],
+) -> AssetsDefinition:
+    key = translator.get_asset_spec(insert.sink).key
+    parallelism = pipeline.settings.get("parallelism.default")
+    windowed = insert.mode == RunMode.WINDOWS or options.get("partitions_def") is not None
+
+    @kafka_streaming_asset(
+        sources=insert.sources,
+        sink=insert.sink,
+        name=key.path[-1],
+        key_prefix=list(key.path[:-1]) or None,
+        description=f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "
+        f"{insert.mode.value} runs.\n\n{insert.query.text}",
+        translator=translator,
+        min_splits=int(parallelism) if parallelism else None,
+        from_checkpoint=insert.mode == RunMode.INCREMENTAL,
+        metadata={"flink_sql/run_mode": insert.mode.value, "flink_sql/line": insert.line},
+        **{
+            k: v
+            for k, v in options.items()
+            if v is not None and (windowed or k != "allowed_lateness")
+        },
+    )
+    def _sql_asset(context: Any, **frames: Any) -> Any:
+        spark = next(iter(frames.values())).sparkSession
+        return insert.run_query(spark, frames)
+
+    return _sql_asset
+
+
+def build_flink_sql_definitions(
+    script: str | Path,
+    *,
+    tables: Mapping[str, KafkaTableSpec] | None = None,
+    translator: KafkaTranslator | None = None,
+    group_name: str | None = None,
+    partitions_def: PartitionsDefinition | None = None,
+    allowed_lateness: timedelta = timedelta(0),
+    kafka_resource_key: str = "kafka",
+    spark_resource_key: str = "pyspark",
+    tags: Mapping[str, str] | None = None,
+    include_source_assets: bool = True,
+) -> Definitions:
+    """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
+
+    One streaming asset per ``INSERT INTO``, named by ``translator`` after its sink table, in
+    ``group_name`` (else the script's ``SET 'pipeline.name'``); its source topics as external
+    observable assets (``include_source_assets``); a job per statement set. With a time-window
+    ``partitions_def`` every asset is partitioned by it (window aggregations must fit inside its
+    windows); backfills are single runs, as for Python streaming assets.
+
+    Raises:
+        FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),
+            with the line and column.
+        KafkaOptionsError: a partitions definition that is not fixed time windows.
+
+    Example:
+        >>> defs = build_flink_sql_definitions(Path("orders.sql"))  # doctest: +SKIP
+    """
+    pipeline = plan_flink_sql(script, tables=tables, windows=partition_period(partitions_def))
+    translator = translator or KafkaTranslator()
+    options: dict[str, Any] = {
+        "group_name": group_name or pipeline.name,
+        "partitions_def": partitions_def,
+        "allowed_lateness": allowed_lateness,
+        "kafka_resource_key": kafka_resource_key,
+        "spark_resource_key": spark_resource_key,
+        "tags": tags,
+    }
+    assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
+    jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
+    for number in sorted({i.statement_set for i in pipeline.inserts if i.statement_set}):
+        members = [
+            a for a, i in zip(assets, pipeline.inserts, strict=True) if i.statement_set == number
+        ]
+        prefix = (pipeline.name or "flink_sql").replace("-", "_").replace(" ", "_")
+        jobs.append(
+            define_asset_job(
+                f"{prefix}_statement_set_{number}",
+                selection=AssetSelection.assets(*members),
+                partitions_def=partitions_def,
+                description="The INSERT INTO statements of one Flink SQL statement set, run "
+                "together.",
+            )
+        )
+    extra: Sequence[AssetsDefinition] = (
+        build_kafka_source_assets(
+            assets,
+            translator=translator,
+            kafka_resource_key=kafka_resource_key,
+            name=f"{(pipeline.name or 'flink_sql').replace('-', '_')}_source_topics",
+            group_name=group_name or pipeline.name,
+        )
+        if include_source_assets
+        else []
+    )
+    return Definitions(assets=[*assets, *extra], jobs=jobs)

@@ -1,0 +1,413 @@
+"""A Flink SQL script as runnable pipelines: one :class:`SqlInsert` per ``INSERT INTO``.
+
+:func:`plan_flink_sql` parses a script, resolves every ``INSERT INTO`` to its Kafka sink, the
+Kafka tables it reads (through views) and its Spark SQL translation, and decides how bounded
+runs give Flink's result (:class:`RunMode`):
+
+- ``INCREMENTAL``: a stateless query (projections, filters, functions, ``UNION ALL``, window
+  assignment without aggregation) maps every record on its own, so each run reads only the
+  records after the checkpoint, as a Flink job would process them.
+- ``WINDOWS``: a window aggregation (``TUMBLE``/``CUMULATE``, or ``HOP`` whose slide equals its
+  size) on an asset partitioned by time windows that hold whole aggregation windows: each
+  partition run reads exactly its records (by the Kafka record timestamp, which must be the
+  window's time column) and emits final window results, as Flink does when the watermark passes.
+- ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
+  into an ``upsert-kafka`` sink: each run reads every source from its startup position and
+  writes the results again; the upsert topic's latest value per key is then Flink's result.
+
+Everything else is refused when the script is planned, naming the line, the column and why.
+
+A statement set (``EXECUTE STATEMENT SET BEGIN ... END``) is planned as one insert per target:
+each writes its own sink with its own checkpoint and delivery guarantee, and a Dagster job
+named after the set runs them together (see :mod:`..components`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FlinkSqlError, KafkaConnectorError, KafkaOptionsError
+from ..options import KafkaTableSpec
+from .parser import parse_flink_sql
+from .statements import CreateTable, CreateView, InsertInto, SetOption
+from .translate import SparkQuery, WindowCall, translate_query
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["FlinkSqlPipeline", "RunMode", "SqlInsert", "plan_flink_sql"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunMode(StrEnum):
+    """How each bounded run of an insert reads its sources (see the module docs)."""
+
+    INCREMENTAL = "incremental"
+    WINDOWS = "windows"
+    RECOMPUTE = "recompute"
+
+
+#: ``SET`` keys that take effect here, and what they do.
+SETTINGS = {
+    "table.local-time-zone": "the Spark session time zone of the queries",
+    "pipeline.name": "the Dagster group of the pipeline's assets",
+    "parallelism.default": "the minimum number of Spark read tasks per source",
+    "execution.runtime-mode": "'batch' or 'streaming': every run here is a bounded batch",
+}
+
+
+@dataclass(frozen=True)
+class SqlInsert:
+    """One ``INSERT INTO``, ready to run: its sink, sources, views and Spark SQL.
+
+    Attributes:
+        name: the asset name (the target table's name).
+        sink: the target Kafka table.
+        sources: the Kafka tables the query reads, directly or through views, by name.
+        views: ``(name, Spark SQL)`` of the views it needs, in dependency order.
+        query: the translated query.
+        columns: the sink columns the query's columns fill, in order (Flink maps by position).
+        mode: how runs read the sources.
+        statement_set: the statement set it belongs to, if any.
+        line: the line of the ``INSERT`` in the script.
+    """
+
+    name: str
+    sink: KafkaTableSpec
+    sources: dict[str, KafkaTableSpec]
+    views: tuple[tuple[str, str], ...]
+    query: SparkQuery
+    columns: tuple[str, ...]
+    mode: RunMode
+    statement_set: int | None = None
+    line: int = 1
+    #: Spark session settings from the script's ``SET`` statements.
+    spark_settings: tuple[tuple[str, str], ...] = ()
+
+    def run_query(self, spark: SparkSession, frames: Mapping[str, DataFrame]) -> DataFrame:
+        """Run the query over the source DataFrames; columns named and typed as the sink's.
+
+        The views are registered in a new Spark session (its own temporary views and
+        configuration, the same cluster), so concurrent pipelines never see each other's.
+
+        Raises:
+            KafkaConnectorError: the query returns a different number of columns than the
+                sink takes.
+        """
+        from pyspark.sql import functions as F
+
+        from ..options import spark_type
+
+        session = spark.newSession()
+        for key, value in self.spark_settings:
+            session.conf.set(key, value)
+        for name, frame in frames.items():
+            frame.createOrReplaceTempView(name)
+        for name, text in self.views:
+            session.sql(text).createOrReplaceTempView(name)
+        result = session.sql(self.query.text)
+        if len(result.columns) != len(self.columns):
+            raise KafkaConnectorError(
+                f"INSERT INTO {self.name} (line {self.line}): the query returns "
+                f"{len(result.columns)} column(s) ({', '.join(result.columns)}) but the sink "
+                f"takes {len(self.columns)} ({', '.join(self.columns)}); Flink maps them by "
+                f"position."
+            )
+        types = {c.name: c.flink_type for c in self.sink.columns}
+        return result.select(
+            *[
+                F.col(f"`{old}`").cast(spark_type(types[new])).alias(new)
+                for old, new in zip(result.columns, self.columns, strict=True)
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class FlinkSqlPipeline:
+    """A planned Flink SQL script: its Kafka tables, inserts and settings.
+
+    Example:
+        >>> p = plan_flink_sql('''
+        ...   CREATE TABLE o (id BIGINT) WITH ('connector' = 'kafka', 'topic' = 'o',
+        ...     'format' = 'json', 'properties.bootstrap.servers' = 'b:9092');
+        ...   CREATE TABLE s (id BIGINT) WITH ('connector' = 'kafka', 'topic' = 's',
+        ...     'format' = 'json', 'properties.bootstrap.servers' = 'b:9092');
+        ...   INSERT INTO s SELECT id FROM o WHERE id > 0;''')
+        >>> [(i.name, i.mode.value, sorted(i.sources)) for i in p.inserts]
+        [('s', 'incremental', ['o'])]
+    """
+
+    tables: dict[str, KafkaTableSpec]
+    inserts: tuple[SqlInsert, ...]
+    settings: dict[str, str]
+    name: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _window_fits(window: WindowCall, period_ms: int, start_ms: int) -> bool:
+    """True when every aggregation window lies inside one partition window."""
+    if window.kind == "HOP" and window.step_ms != window.size_ms:
+        return False
+    size = window.size_ms
+    return period_ms % size == 0 and (start_ms - window.offset_ms) % size == 0
+
+
+def _timestamp_columns(tables: Mapping[str, KafkaTableSpec]) -> set[str]:
+    """The column names that hold the Kafka record timestamp in every one of ``tables``."""
+    common: set[str] | None = None
+    for spec in tables.values():
+        names = {c.name for c in spec.columns if c.metadata_key == "timestamp"}
+        common = names if common is None else common & names
+    return common or set()
+
+
+def _mode(
+    insert: InsertInto,
+    query: SparkQuery,
+    sink: KafkaTableSpec,
+    sources: Mapping[str, KafkaTableSpec],
+    windows: tuple[int, int] | None,
+) -> RunMode:
+    stateful = query.stateful
+    if not stateful:
+        return RunMode.INCREMENTAL
+    what, line, column = stateful[0]
+    if windows is not None:
+        period, start = windows
+        joins = [s for s in stateful if s[0] in ("JOIN", "OVER", "DISTINCT", "UNION", "LIMIT")]
+        if not query.windows or joins:
+            what, line, column = (joins or stateful)[0]
+            raise FlinkSqlError(
+                f"INSERT INTO {insert.target}: {what} keeps state across all records, so a run "
+                f"per time partition would give per-partition results, not Flink's. On a "
+                f"time-partitioned pipeline only window aggregations (TUMBLE, CUMULATE) run; "
+                f"drop the partitions to recompute into an upsert-kafka sink.",
+                line=line,
+                column=column,
+            )
+        time_columns = _timestamp_columns(sources)
+        for w in query.windows:
+            if not _window_fits(w, period, start):
+                raise FlinkSqlError(
+                    f"{w.kind} window of {w.size_ms} ms (step {w.step_ms} ms) does not fit the "
+                    f"{period} ms time partitions: each partition run must hold whole windows "
+                    f"(partition length a multiple of the window size, aligned to it; HOP only "
+                    f"with slide = size).",
+                    line=w.line,
+                    column=w.column,
+                )
+            if w.time_column.strip("`") not in time_columns:
+                raise FlinkSqlError(
+                    f"{w.kind}'s time column {w.time_column} must be the Kafka record timestamp "
+                    f"(a column `METADATA FROM 'timestamp'` in every source) on a "
+                    f"time-partitioned pipeline: partitions select records by that timestamp.",
+                    line=w.line,
+                    column=w.column,
+                )
+        return RunMode.WINDOWS
+    if sink.connector == "upsert-kafka":
+        return RunMode.RECOMPUTE
+    raise FlinkSqlError(
+        f"INSERT INTO {insert.target}: the query keeps state ({what}); bounded runs give Flink's "
+        f"result only by recomputing all records into an 'upsert-kafka' sink (the latest "
+        f"value per key is the result), or, for window aggregations, by running per time "
+        f"partition. Declare '{insert.target}' with 'connector' = 'upsert-kafka' and a PRIMARY "
+        f"KEY, or give the pipeline time-window partitions.",
+        line=line,
+        column=column,
+    )
+
+
+_CTE = r"\b{}\s+AS\s*\("
+
+
+def _refuse_ctas(statements: list[Any]) -> None:
+    for st in statements:
+        if isinstance(st, CreateTable) and st.as_query is not None:
+            raise FlinkSqlError(
+                f"CREATE TABLE {st.name} ... AS SELECT: declare the table's columns with "
+                f"CREATE TABLE and write it with INSERT INTO (its schema comes from the "
+                f"declared columns here).",
+                line=st.line,
+                column=1,
+            )
+
+
+def plan_flink_sql(
+    script: str | Path,
+    *,
+    tables: Mapping[str, KafkaTableSpec] | None = None,
+    windows: tuple[int, int] | None = None,
+) -> FlinkSqlPipeline:
+    """Plan a Flink SQL script (text, or the path of a ``.sql`` file).
+
+    Args:
+        script: the script, or a path to it.
+        tables: Kafka tables declared elsewhere (YAML, Python) that the queries may read or
+            write, by name; the script's own ``CREATE TABLE`` statements add to them.
+        windows: ``(period_ms, first_start_ms)`` of the time-window partitions the pipeline's
+            assets run under, or None when unpartitioned.
+
+    Raises:
+        FlinkSqlError: a syntax error, an invalid table, an unknown table, a construct with no
+            faithful translation, or a stateful query that bounded runs cannot run as Flink
+            would; each with its line and column.
+    """
+    text = Path(script).read_text() if isinstance(script, Path) else script
+    statements = parse_flink_sql(text)
+    _refuse_ctas(statements)
+    known: dict[str, KafkaTableSpec] = dict(tables or {})
+    declared_at: dict[str, int] = {}
+    views: dict[str, tuple[str, tuple[str, ...]]] = {}
+    settings: dict[str, str] = {}
+    warnings: list[str] = []
+    name: str | None = None
+    for st in statements:
+        if isinstance(st, CreateTable):
+            if st.spec is None:
+                logger.warning(
+                    "Table '%s' (line %d) uses connector %r, which this project does not run; "
+                    "an INSERT or query that uses it is refused.",
+                    st.name,
+                    st.line,
+                    st.connector,
+                )
+                continue
+            known[st.name] = st.spec
+            declared_at[st.name] = st.line
+        elif isinstance(st, CreateView):
+            spark = translate_query(text, *st.query_span)
+            if spark.stateful:
+                what, line, column = spark.stateful[0]
+                raise FlinkSqlError(
+                    f"view {st.name}: {what} in a view; write the stateful part in the INSERT "
+                    f"INTO query so its run mode is decided there.",
+                    line=line,
+                    column=column,
+                )
+            views[st.name] = (spark.text, st.sources)
+        elif isinstance(st, SetOption):
+            name = _apply_setting(st, settings, warnings, name)
+    spark_settings = tuple(
+        ("spark.sql.session.timeZone", v)
+        for k, v in settings.items()
+        if k == "table.local-time-zone"
+    )
+    inserts: list[SqlInsert] = []
+    for st in statements:
+        if not isinstance(st, InsertInto):
+            continue
+        sink = known.get(st.target.split(".")[-1])
+        if sink is None:
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: no Kafka table of that name is declared (CREATE TABLE "
+                f"... WITH ('connector' = 'kafka' | 'upsert-kafka', ...)).",
+                line=st.line,
+                column=1,
+            )
+        query = translate_query(text, *st.query_span)
+        sources, needed = _resolve_sources(st, text, known, views)
+        if not sources:
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: the query reads no declared Kafka table.",
+                line=st.line,
+                column=1,
+            )
+        mode = _mode(st, query, sink, sources, windows)
+        persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
+        columns = st.column_names or persisted
+        unknown = [c for c in columns if c not in persisted]
+        if unknown:
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: column(s) {', '.join(unknown)} are not writable "
+                f"columns of the table ({', '.join(persisted)}).",
+                line=st.line,
+                column=1,
+            )
+        inserts.append(
+            SqlInsert(
+                st.target.split(".")[-1],
+                sink,
+                sources,
+                tuple((v, views[v][0]) for v in needed),
+                query,
+                columns,
+                mode,
+                st.statement_set,
+                st.line,
+                spark_settings,
+            )
+        )
+    targets = [i.name for i in inserts]
+    twice = sorted({t for t in targets if targets.count(t) > 1})
+    if twice:
+        raise KafkaOptionsError(
+            f"Table(s) {', '.join(twice)} are the target of more than one INSERT INTO; one asset "
+            f"writes each sink: combine the queries with UNION ALL."
+        )
+    return FlinkSqlPipeline(known, tuple(inserts), settings, name, tuple(warnings))
+
+
+def _apply_setting(
+    st: SetOption, settings: dict[str, str], warnings: list[str], name: str | None
+) -> str | None:
+    key = st.key
+    if key not in SETTINGS:
+        message = f"SET '{key}' (line {st.line}) has no effect here; it is ignored."
+        logger.warning(message)
+        warnings.append(message)
+        return name
+    if key == "execution.runtime-mode" and st.value.lower() not in ("batch", "streaming"):
+        raise FlinkSqlError(
+            f"SET 'execution.runtime-mode' takes 'batch' or 'streaming', got {st.value!r}",
+            line=st.line,
+            column=1,
+        )
+    if key == "parallelism.default" and not re.fullmatch(r"[1-9]\d*", st.value.strip()):
+        raise FlinkSqlError(
+            f"SET 'parallelism.default' takes a positive integer, got {st.value!r}",
+            line=st.line,
+            column=1,
+        )
+    settings[key] = st.value
+    return st.value if key == "pipeline.name" else name
+
+
+def _resolve_sources(
+    st: InsertInto,
+    text: str,
+    known: Mapping[str, KafkaTableSpec],
+    views: Mapping[str, tuple[str, tuple[str, ...]]],
+) -> tuple[dict[str, KafkaTableSpec], list[str]]:
+    """The Kafka tables an insert reads (through views) and the views it needs, in order."""
+    sources: dict[str, KafkaTableSpec] = {}
+    needed: list[str] = []
+
+    def visit(names: tuple[str, ...], query: str, seen: tuple[str, ...]) -> None:
+        for qualified in names:
+            name = qualified.split(".")[-1]
+            if name in views:
+                if name in seen:
+                    raise FlinkSqlError(f"view {name} refers to itself", line=st.line, column=1)
+                visit(views[name][1], views[name][0], (*seen, name))
+                if name not in needed:
+                    needed.append(name)
+            elif name in known:
+                sources[name] = known[name]
+            elif not re.search(_CTE.format(re.escape(name)), query, re.IGNORECASE):
+                raise FlinkSqlError(
+                    f"INSERT INTO {st.target}: table '{qualified}' is not declared (CREATE TABLE "
+                    f"with connector 'kafka' or 'upsert-kafka', or a view).",
+                    line=st.line,
+                    column=1,
+                )
+
+    visit(st.sources, st.query, ())
+    return sources, needed
