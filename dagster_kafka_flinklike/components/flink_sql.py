@@ -17,10 +17,8 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     Definitions,
-    JobDefinition,
     PartitionsDefinition,
     TimeWindowPartitionsDefinition,
-    UnresolvedAssetJobDefinition,
     define_asset_job,
 )
 
@@ -144,7 +142,7 @@ def build_flink_sql_definitions(
         "tags": tags,
     }
     assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
-    jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
+    jobs: list[Any] = []
     for number in sorted({i.statement_set for i in pipeline.inserts if i.statement_set}):
         members = [
             a for a, i in zip(assets, pipeline.inserts, strict=True) if i.statement_set == number

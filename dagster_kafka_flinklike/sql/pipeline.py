@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FlinkSqlError, KafkaConnectorError, KafkaOptionsError
-from ..options import KafkaTableSpec
+from ..options import KafkaTableSpec, StartupMode
 from .parser import parse_flink_sql
 from .statements import CreateTable, CreateView, InsertInto, SetOption
 from .translate import SparkQuery, WindowCall, translate_query
@@ -94,8 +94,9 @@ class SqlInsert:
     def run_query(self, spark: SparkSession, frames: Mapping[str, DataFrame]) -> DataFrame:
         """Run the query over the source DataFrames; columns named and typed as the sink's.
 
-        The views are registered in a new Spark session (its own temporary views and
-        configuration, the same cluster), so concurrent pipelines never see each other's.
+        The tables and views are registered as temporary views of the frames' session; the
+        script's settings (``SET 'table.local-time-zone'``) apply while the query is analysed
+        (Spark fixes time zones then) and are restored afterwards.
 
         Raises:
             KafkaConnectorError: the query returns a different number of columns than the
@@ -105,14 +106,22 @@ class SqlInsert:
 
         from ..options import spark_type
 
-        session = spark.newSession()
-        for key, value in self.spark_settings:
-            session.conf.set(key, value)
-        for name, frame in frames.items():
-            frame.createOrReplaceTempView(name)
-        for name, text in self.views:
-            session.sql(text).createOrReplaceTempView(name)
-        result = session.sql(self.query.text)
+        session = next(iter(frames.values())).sparkSession if frames else spark
+        before = {key: session.conf.get(key, None) for key, _ in self.spark_settings}
+        try:
+            for key, value in self.spark_settings:
+                session.conf.set(key, value)
+            for name, frame in frames.items():
+                frame.createOrReplaceTempView(name)
+            for name, text in self.views:
+                session.sql(text).createOrReplaceTempView(name)
+            result = session.sql(self.query.text)
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    session.conf.unset(key)
+                else:
+                    session.conf.set(key, value)
         if len(result.columns) != len(self.columns):
             raise KafkaConnectorError(
                 f"INSERT INTO {self.name} (line {self.line}): the query returns "
@@ -213,6 +222,20 @@ def _mode(
                 )
         return RunMode.WINDOWS
     if sink.connector == "upsert-kafka":
+        moving = sorted(
+            n
+            for n, spec in sources.items()
+            if spec.startup_mode in (StartupMode.GROUP_OFFSETS, StartupMode.LATEST_OFFSET)
+        )
+        if moving:
+            raise FlinkSqlError(
+                f"INSERT INTO {insert.target}: the query keeps state ({what}), so each run "
+                f"recomputes it from the sources' start; source(s) {', '.join(moving)} start at "
+                f"'group-offsets' or 'latest-offset', which move between runs. Set "
+                f"'scan.startup.mode' to 'earliest-offset', 'timestamp' or 'specific-offsets'.",
+                line=line,
+                column=column,
+            )
         return RunMode.RECOMPUTE
     raise FlinkSqlError(
         f"INSERT INTO {insert.target}: the query keeps state ({what}); bounded runs give Flink's "

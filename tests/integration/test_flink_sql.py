@@ -1,0 +1,212 @@
+"""Flink SQL scripts (tests/sql/*.sql) run end to end on the real broker, record by record."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from dagster import AssetKey, DagsterInstance, Definitions, HourlyPartitionsDefinition, materialize
+
+from dagster_kafka_flinklike import KafkaResource, SparkResource
+from dagster_kafka_flinklike.components import build_flink_sql_definitions
+from dagster_kafka_flinklike.spark import local_spark_config
+from tests.conftest import consume_all
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+CORPUS = Path(__file__).parent.parent / "sql"
+T0 = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def at(minutes: float) -> int:
+    return int((T0 + timedelta(minutes=minutes)).timestamp() * 1000)
+
+
+def script(name: str, source: str, sink: str) -> str:
+    return (CORPUS / name).read_text().replace("{source}", source).replace("{sink}", sink)
+
+
+def send(bootstrap: str, topic: str, values: list[tuple[Any, int | None]]) -> None:
+    """Produce ``(value, timestamp)`` records to partition 0 in this order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    for value, stamp in values:
+        raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+        producer.produce(topic, raw, partition=0, **({"timestamp": stamp} if stamp else {}))
+    assert producer.flush(30) == 0
+
+
+@pytest.fixture
+def resources(kafka_bootstrap: str, spark: Any) -> dict[str, Any]:
+    return {
+        "kafka": KafkaResource(bootstrap_servers=kafka_bootstrap),
+        "pyspark": SparkResource(spark_config=local_spark_config("tests")),
+    }
+
+
+def run(defs: Any, resources: dict, instance: DagsterInstance, **kwargs: Any) -> Any:
+    assets = [a for a in defs.assets if "spark" in a.specs_by_key[next(iter(a.keys))].kinds]
+    result = materialize(assets, instance=instance, resources=resources, **kwargs)
+    assert result.success
+    return result
+
+
+def values(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
+    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, partitions)]
+
+
+def test_stateless_enrichment_reads_each_record_once(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("enrich_json.sql", source, sink))
+    assert {k.to_user_string() for a in defs.assets for k in a.keys} == {"enriched", "orders"}
+    send(
+        kafka_bootstrap,
+        source,
+        [
+            (
+                {
+                    "order_id": 1,
+                    "channel": "web",
+                    "price": 2.5,
+                    "payload": '{"coupon": "X1", "tags": "a,b"}',
+                },
+                at(61),
+            ),
+            ({"order_id": 2, "channel": "app", "price": 0, "payload": "{}"}, at(62)),
+            (b"not json", at(63)),
+            ({"order_id": 3, "channel": "shop", "price": 10.01, "payload": "bad"}, at(185)),
+        ],
+    )
+    instance = DagsterInstance.ephemeral()
+    result = run(defs, resources, instance)
+    assert values(kafka_bootstrap, sink) == [
+        {
+            "order_id": 1,
+            "channel_upper": "WEB",
+            "price_cents": 250,
+            "coupon": "X1",
+            "first_tag": "a",
+            "hour_of_day": "01",
+        },
+        {
+            "order_id": 3,
+            "channel_upper": "SHOP",
+            "price_cents": 1001,
+            "coupon": None,
+            "first_tag": None,
+            "hour_of_day": "03",
+        },
+    ]
+    metadata = result.asset_materializations_for_node("enriched")[0].metadata
+    assert metadata["numRecordsIn"].value == 4
+    assert metadata["dagster/row_count"].value == 2
+
+    # the next run reads only what arrived after the checkpoint
+    send(kafka_bootstrap, source, [({"order_id": 4, "channel": "web", "price": 1}, at(200))])
+    run(defs, resources, instance)
+    out = values(kafka_bootstrap, sink)
+    assert [r["order_id"] for r in out] == [1, 3, 4]
+
+
+def test_tumbling_windows_per_hourly_partition(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    hourly = HourlyPartitionsDefinition(start_date="2026-11-20-00:00")
+    defs = build_flink_sql_definitions(
+        script("tumble_counts.sql", source, sink), partitions_def=hourly
+    )
+    rows = [
+        ("web,1", 3),
+        ("app,5", 7),
+        ("web,2", 12),
+        ("web,8", 59.99),
+        ("app,1", 9.5),  # out of order, before the hour is over
+        ("web,4", 65),  # the next hour: Flink's watermark passes 01:00 here
+        ("app,9", 9.8),  # late: Flink drops it, and the 00:00 partition does not read it
+    ]
+    send(kafka_bootstrap, source, [(r.encode(), at(m)) for r, m in rows])
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance, partition_key="2026-11-20-00:00")
+    got = {
+        (r["window_start"], r["channel"]): (r["clicks"], r["amount"])
+        for r in values(kafka_bootstrap, sink)
+    }
+    assert got == {
+        ("2026-11-20 00:00:00", "web"): (1, 1),
+        ("2026-11-20 00:00:00", "app"): (2, 6),
+        ("2026-11-20 00:10:00", "web"): (1, 2),
+        ("2026-11-20 00:50:00", "web"): (1, 8),
+    }
+    run(defs, resources, instance, partition_key="2026-11-20-01:00")
+    out = values(kafka_bootstrap, sink)
+    assert len(out) == 5  # the late app,9 is in no window
+    assert (out[-1]["window_start"], out[-1]["window_end"], out[-1]["clicks"]) == (
+        "2026-11-20 01:00:00",
+        "2026-11-20 01:10:00",
+        1,
+    )
+
+
+def test_upsert_aggregate_recomputes_to_flinks_totals(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("upsert_totals.sql", source, sink))
+    send(
+        kafka_bootstrap,
+        source,
+        [
+            ({"user": "ann", "amount": 5}, None),
+            ({"user": "bob", "amount": 7}, None),
+            ({"user": "ann", "amount": 1}, None),
+        ],
+    )
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance)
+    send(kafka_bootstrap, source, [({"user": "bob", "amount": 3}, None)])
+    run(defs, resources, instance)
+    latest: dict[str, Any] = {}
+    for m in consume_all(kafka_bootstrap, sink, 1):
+        latest[json.loads(m.key())["user"]] = json.loads(m.value())
+    assert latest == {
+        "ann": {"user": "ann", "total": 6, "payments": 2},
+        "bob": {"user": "bob", "total": 10, "payments": 2},
+    }
+
+
+def test_statement_set_is_one_job_writing_both_sinks(
+    kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
+) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    source, sink = new_topic(1), new_topic(1)
+    for suffix in ("errors", "infos"):
+        admin.create_topics([NewTopic(f"{sink}-{suffix}", 1, 1)])[f"{sink}-{suffix}"].result(30)
+    defs = build_flink_sql_definitions(script("statement_set.sql", source, sink))
+    send(
+        kafka_bootstrap,
+        source,
+        [
+            (b"INFO started", None),
+            (b"ERROR disk full", None),
+            (b"DEBUG noise", None),
+            (b"INFO done", None),
+        ],
+    )
+    defs = Definitions(assets=defs.assets, jobs=defs.jobs, resources=resources)
+    job = defs.resolve_job_def("flink_sql_statement_set_1")
+    assert {n.name for n in job.nodes} == {"errors", "infos"}
+    result = job.execute_in_process(instance=DagsterInstance.ephemeral())
+    assert result.success
+    raw = lambda t: [m.value() for m in consume_all(kafka_bootstrap, t, 1)]  # noqa: E731
+    assert raw(f"{sink}-errors") == [b"disk full"]
+    assert raw(f"{sink}-infos") == [b"started", b"done"]
+    assert {AssetKey("errors"), AssetKey("infos")} <= {k for a in defs.assets for k in a.keys}
+    assert Counter(e.event_type_value for e in result.all_events)["ASSET_MATERIALIZATION"] == 2
