@@ -117,11 +117,11 @@ class SqlInsert:
                 session.sql(text).createOrReplaceTempView(name)
             result = session.sql(self.query.text)
         finally:
-            for key, value in before.items():
-                if value is None:
+            for key, old in before.items():
+                if old is None:
                     session.conf.unset(key)
                 else:
-                    session.conf.set(key, value)
+                    session.conf.set(key, old)
         if len(result.columns) != len(self.columns):
             raise KafkaConnectorError(
                 f"INSERT INTO {self.name} (line {self.line}): the query returns "
