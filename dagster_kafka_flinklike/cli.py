@@ -121,8 +121,17 @@ def _add_local_kafka(subparsers: _Subparsers) -> None:
 # _REGISTRATIONS. Import heavy modules (pyspark, dagster) inside the handler, not at the top.
 # ---------------------------------------------------------------------------------------------
 
+
+def _add_sql(subparsers: _Subparsers) -> None:
+    """Register ``dkf sql check|run`` (:mod:`.sql.cli`)."""
+    from .sql.cli import register
+
+    register(subparsers)
+
+
 _REGISTRATIONS: list[Callable[[_Subparsers], None]] = [
     _add_local_kafka,
+    _add_sql,
 ]
 
 

@@ -1,0 +1,242 @@
+"""Flink SQL → Spark SQL translation and the planning of inserts into run modes (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dagster_kafka_flinklike import FlinkSqlError, KafkaOptionsError
+from dagster_kafka_flinklike.sql.pipeline import RunMode, plan_flink_sql
+from dagster_kafka_flinklike.sql.translate import translate_query
+
+HOUR = 3_600_000
+
+
+def spark(query: str) -> str:
+    return translate_query(query).text
+
+
+@pytest.mark.parametrize(
+    ("flink", "expected"),
+    [
+        ("SELECT 'a\\b', 'it''s'", "SELECT 'a\\\\b' , 'it\\'s'"),
+        ("SELECT CAST(x AS TIMESTAMP(3))", "SELECT CAST(x AS timestamp_ntz)"),
+        ("SELECT TRY_CAST(x AS TIMESTAMP_LTZ(3))", "SELECT TRY_CAST(x AS timestamp)"),
+        ("SELECT CAST(x AS VARCHAR(10))", "SELECT CAST(x AS string)"),
+        ("SELECT CAST(x AS DECIMAL(10, 2))", "SELECT CAST(x AS decimal(10,2))"),
+        ("SELECT TIMESTAMP '2026-01-01 00:00:00'", "SELECT TIMESTAMP_NTZ '2026-01-01 00:00:00'"),
+        ("SELECT arr[2], m['k']", "SELECT try_element_at(arr, 2) , try_element_at(m, 'k')"),
+        ("SELECT ARRAY[1, 2]", "SELECT array(1 , 2)"),
+        ("SELECT PROCTIME()", "SELECT current_timestamp()"),
+        ("SELECT ROW(a, b)", "SELECT struct(a, b)"),
+        ("SELECT JSON_VALUE(j, '$.a')", "SELECT get_json_object(j, '$.a')"),
+        (
+            "SELECT JSON_VALUE(j, '$.a' RETURNING INT)",
+            "SELECT try_cast(get_json_object(j, '$.a') AS int)",
+        ),
+        ("SELECT JSON_EXISTS(j, '$.a')", "SELECT (get_json_object(j, '$.a') IS NOT NULL)"),
+        (
+            "SELECT JSON_OBJECT(KEY 'k' VALUE v)",
+            "SELECT to_json(named_struct('k', v), map('ignoreNullFields', 'false'))",
+        ),
+        ("SELECT TO_TIMESTAMP_LTZ(t, 0)", "SELECT timestamp_seconds(t)"),
+        (
+            "SELECT TO_TIMESTAMP(s)",
+            "SELECT CAST(try_to_timestamp(s, 'yyyy-MM-dd HH:mm:ss') AS TIMESTAMP_NTZ)",
+        ),
+        (
+            "SELECT REGEXP_EXTRACT(s, 'a(b)')",
+            "SELECT (CASE WHEN s RLIKE 'a(b)' THEN regexp_extract(s, 'a(b)', 0) END)",
+        ),
+        (
+            "SELECT TUMBLE_START(ts, INTERVAL '1' HOUR) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' HOUR)",
+            "SELECT window(ts, '3600000 milliseconds').start FROM t GROUP BY "
+            "window(ts, '3600000 milliseconds')",
+        ),
+    ],
+)
+def test_translation(flink: str, expected: str) -> None:
+    assert spark(flink) == expected
+
+
+def test_window_tvfs_positional_and_named() -> None:
+    tumble = translate_query(
+        "SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES))"
+    )
+    [w] = tumble.windows
+    assert (w.kind, w.time_column, w.size_ms, w.step_ms, w.line, w.column) == (
+        "TUMBLE",
+        "ts",
+        600_000,
+        600_000,
+        1,
+        21,
+    )
+    assert "window(ts, '600000 milliseconds') AS __dkf_w FROM t" in tumble.text
+    assert tumble.stateful == ()
+    hop = translate_query(
+        "SELECT * FROM TABLE(HOP(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts),\n"
+        "  SIZE => INTERVAL '10' MINUTE, SLIDE => INTERVAL '5' MINUTE))"
+    )
+    assert (hop.windows[0].size_ms, hop.windows[0].step_ms) == (600_000, 300_000)
+    cumulate = translate_query(
+        "SELECT window_end, COUNT(*) FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), "
+        "INTERVAL '1' HOUR, INTERVAL '1' DAY)) GROUP BY window_end"
+    )
+    assert [s[0] for s in cumulate.stateful] == ["COUNT", "GROUP BY"]
+    assert "sequence(" in cumulate.text and ", 24))" in cumulate.text
+
+
+@pytest.mark.parametrize(
+    ("query", "where", "words"),
+    [
+        ("SELECT *\nFROM t MATCH_RECOGNIZE (x)", (2, 8), "MATCH_RECOGNIZE"),
+        ("SELECT * FROM t FOR SYSTEM_TIME AS OF x", (1, 17), "temporal joins"),
+        ("SELECT 1 FROM t GROUP BY SESSION(ts, INTERVAL '1' MINUTE)", (1, 26), "SESSION"),
+        ("SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), 10))", (1, 53), "INTERVAL"),
+        ("SELECT * FROM TABLE(FOO(TABLE t))", (1, 21), "FOO has no translation"),
+        ("SELECT CAST(x AS NOPE)", (1, 18), "NOPE"),
+        (
+            "SELECT * FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '7' MINUTE, "
+            "INTERVAL '1' HOUR))",
+            (1, 21),
+            "multiple of its step",
+        ),
+    ],
+)
+def test_untranslatable_constructs_name_line_and_column(
+    query: str, where: tuple[int, int], words: str
+) -> None:
+    with pytest.raises(FlinkSqlError, match=words) as info:
+        translate_query(query)
+    assert (info.value.line, info.value.column) == where
+
+
+def table(name: str, connector: str = "kafka", extra: str = "", columns: str = "x INT") -> str:
+    fmt = (
+        "'key.format' = 'json', 'value.format' = 'json'"
+        if connector == "upsert-kafka"
+        else "'format' = 'json'"
+    )
+    return (
+        f"CREATE TABLE {name} ({columns}) WITH ('connector' = '{connector}', "
+        f"'topic' = '{name}', {fmt}{extra});\n"
+    )
+
+
+TS = "x INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'"
+TUMBLE = (
+    "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR({col}), "
+    "INTERVAL '{size}' MINUTE)) GROUP BY window_start;"
+)
+SINK = "ws TIMESTAMP(3), n BIGINT"
+
+
+def test_run_modes() -> None:
+    stateless = plan_flink_sql(table("t") + table("s") + "INSERT INTO s SELECT x + 1 FROM t;")
+    assert stateless.inserts[0].mode == RunMode.INCREMENTAL
+    upsert = plan_flink_sql(
+        table("t", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", "upsert-kafka", columns="x INT, n BIGINT, PRIMARY KEY (x) NOT ENFORCED")
+        + "INSERT INTO s SELECT x, COUNT(*) FROM t GROUP BY x;"
+    )
+    assert upsert.inserts[0].mode == RunMode.RECOMPUTE
+    windows = plan_flink_sql(
+        table("t", columns=TS) + table("s", columns=SINK) + TUMBLE.format(col="ts", size=15),
+        windows=(HOUR, 0),
+    )
+    assert windows.inserts[0].mode == RunMode.WINDOWS
+    assert windows.inserts[0].columns == ("ws", "n")
+
+
+@pytest.mark.parametrize(
+    ("script", "windows", "words", "line"),
+    [
+        (
+            table("t") + table("s") + "\nINSERT INTO s SELECT COUNT(*) FROM t;",
+            None,
+            "keeps state \\(COUNT\\)",
+            4,
+        ),
+        (
+            table("t")
+            + table("s", "upsert-kafka", columns="x INT, PRIMARY KEY (x) NOT ENFORCED")
+            + "INSERT INTO s SELECT DISTINCT x FROM t;",
+            None,
+            "group-offsets",
+            3,
+        ),
+        (
+            table("t", columns=TS) + table("s", columns=SINK) + TUMBLE.format(col="ts", size=7),
+            (HOUR, 0),
+            "does not fit",
+            3,
+        ),
+        (
+            table("t", columns="x INT, ts TIMESTAMP(3)")
+            + table("s", columns=SINK)
+            + TUMBLE.format(col="ts", size=15),
+            (HOUR, 0),
+            "Kafka record timestamp",
+            3,
+        ),
+        (
+            table("t") + table("s") + "INSERT INTO s SELECT x FROM t JOIN t2 ON true;",
+            None,
+            "'t2' is not declared",
+            3,
+        ),
+        (table("t") + "INSERT INTO nowhere SELECT x FROM t;", None, "no Kafka table", 2),
+        (
+            table("t") + table("s") + "CREATE VIEW v AS SELECT x FROM t GROUP BY x;",
+            None,
+            "view v: GROUP BY",
+            3,
+        ),
+        (
+            table("t") + "CREATE TABLE s WITH ('connector' = 'kafka', 'topic' = 's', "
+            "'format' = 'json') AS SELECT * FROM t;",
+            None,
+            "AS SELECT",
+            2,
+        ),
+        ("SET 'parallelism.default' = 'lots';", None, "positive integer", 1),
+        ("BEGIN STATEMENT SET;\nINSERT INTO s SELECT 1 FROM t;", None, "never closed", 1),
+    ],
+)
+def test_refusals_name_the_line(
+    script: str, windows: tuple[int, int] | None, words: str, line: int
+) -> None:
+    with pytest.raises(FlinkSqlError, match=words) as info:
+        plan_flink_sql(script, windows=windows)
+    assert info.value.line == line
+
+
+def test_two_inserts_into_one_sink_are_refused() -> None:
+    with pytest.raises(KafkaOptionsError, match="more than one INSERT INTO"):
+        plan_flink_sql(
+            table("t")
+            + table("s")
+            + "INSERT INTO s SELECT x FROM t;\nINSERT INTO s SELECT x FROM t;"
+        )
+
+
+def test_views_statement_sets_and_settings(caplog: pytest.LogCaptureFixture) -> None:
+    pipeline = plan_flink_sql(
+        "SET 'pipeline.name' = 'routes';\nSET 'table.local-time-zone' = 'Europe/Paris';\n"
+        "SET 'state.backend' = 'rocksdb';\n"
+        + table("t")
+        + table("a")
+        + table("b")
+        + "CREATE VIEW v1 AS SELECT x FROM t WHERE x > 0;\n"
+        + "CREATE VIEW v2 AS SELECT x * 2 AS x FROM v1;\n"
+        + "EXECUTE STATEMENT SET BEGIN\n"
+        + "INSERT INTO a SELECT x FROM v2;\nINSERT INTO b SELECT x FROM t;\nEND;"
+    )
+    assert pipeline.name == "routes"
+    a, b = pipeline.inserts
+    assert (a.statement_set, b.statement_set) == (1, 1)
+    assert [name for name, _ in a.views] == ["v1", "v2"]
+    assert list(a.sources) == ["t"]
+    assert a.spark_settings == (("spark.sql.session.timeZone", "Europe/Paris"),)
+    assert pipeline.warnings == ("SET 'state.backend' (line 3) has no effect here; it is ignored.",)
+    assert "state.backend" in caplog.text
