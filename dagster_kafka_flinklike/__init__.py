@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         KafkaConnectorError,
         KafkaErrorKind,
         KafkaOptionsError,
+        KafkaOptionsWarning,
         OffsetsError,
         TransactionError,
     )
@@ -76,6 +77,7 @@ _EXPORTS = {
     "KafkaErrorKind": ".errors",
     "KafkaIOManager": ".io_manager",
     "KafkaOptionsError": ".errors",
+    "KafkaOptionsWarning": ".errors",
     "KafkaResource": ".resources",
     "KafkaTranslator": ".translator",
     "LateDataCheck": ".checks",
@@ -115,6 +117,7 @@ __all__ = [
     "KafkaErrorKind",
     "KafkaIOManager",
     "KafkaOptionsError",
+    "KafkaOptionsWarning",
     "KafkaResource",
     "KafkaTableSpec",
     "KafkaTranslator",

@@ -21,6 +21,7 @@ from ._table import (
     BoundedMode,
     DeliveryGuarantee,
     StartupMode,
+    TransactionNamingStrategy,
     ValueFieldsInclude,
     find_option,
     parse_bool,
@@ -40,8 +41,11 @@ def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
         >>> parse_specific_offsets("scan.startup.specific-offsets", "partition:0,offset:42")
         {0: 42}
 
+    A partition named twice takes its last offset, as in Flink (with a
+    :class:`~dagster_kafka_flinklike.errors.KafkaOptionsWarning`).
+
     Raises:
-        KafkaOptionsError: a part is malformed, or a partition is named twice.
+        KafkaOptionsError: a part is malformed, or no partition is named.
     """
     result: dict[int, int] = {}
     for part in text.split(";"):
@@ -56,9 +60,10 @@ def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
             )
         partition, offset = int(m.group(1)), int(m.group(2))
         if partition in result:
-            raise KafkaOptionsError(
-                f"Invalid value for option '{key}': partition {partition} is given twice.",
-                keys=(key,),
+            rules.warn(
+                f"Option '{key}' gives partition {partition} twice; its last offset "
+                f"({offset}) applies, as in Flink.",
+                key,
             )
         result[partition] = offset
     if not result:
@@ -127,6 +132,8 @@ class KafkaTableSpec:
     delivery_guarantee: DeliveryGuarantee
     transactional_id_prefix: str | None
     sink_parallelism: int | None
+    transaction_naming_strategy: TransactionNamingStrategy
+    scan_parallelism: int | None
     ignore_errors: bool
     error_tolerance_max_count: int
     columns: tuple[Column, ...]
@@ -155,7 +162,10 @@ class KafkaTableSpec:
             options: the WITH map; values are strings as in Flink (numbers/booleans accepted).
             columns: ``{"name", "type", ...}`` dicts or :class:`Column` objects.
             primary_key: primary key column names (required by ``upsert-kafka``).
-            role: ``"source"``, ``"sink"`` or None (either); enables role-specific rules.
+            role: ``"source"``, ``"sink"`` or None (either). A table with a role is checked
+                by that use's rules only, and options of the other use are accepted with a
+                :class:`~dagster_kafka_flinklike.errors.KafkaOptionsWarning` (Flink ignores
+                them); without a role the table must be valid for both uses.
             name: the table's name, used in messages and the default group id.
 
         Raises:
@@ -175,15 +185,12 @@ class KafkaTableSpec:
                 keys=("connector",),
             )
         rules.check_connector_keys(opts, connector)
-        parsed = {o.key: parse_value(o, o.key, opts) for o in OPTIONS if not o.prefix}
+        parsed = {o.key: parse_value(o, opts) for o in OPTIONS if not o.prefix}
         topics, pattern = rules.subscription(parsed["topic"], parsed["topic-pattern"], role)
+        uses = ("source", "sink") if role is None else (role,)
+        rules.other_role_options(opts, role, name or ",".join(topics) or str(pattern))
 
-        value_name = parsed["value.format"] or parsed["format"]
-        if value_name is None:
-            raise KafkaOptionsError(
-                "One of 'format' or 'value.format' is required.", keys=("format", "value.format")
-            )
-        value_key = "value.format" if parsed["value.format"] else "format"
+        value_name, value_key = _value_format(parsed, connector)
         key_name = parsed["key.format"]
         check_format_keys(opts, value_name, key_name)
         value_format = resolve_format(opts, value_name, value_key)
@@ -215,12 +222,21 @@ class KafkaTableSpec:
         rules.key_prefix_rules(key_fields, key_prefix, value_prefix, include, upsert=upsert)
 
         startup_mode = StartupMode.EARLIEST_OFFSET if upsert else parsed["scan.startup.mode"]
-        rules.companion(opts, startup_mode, "scan.startup.mode", StartupMode, len(topics))
         bounded_mode = parsed["scan.bounded.mode"]
-        rules.companion(opts, bounded_mode, "scan.bounded.mode", BoundedMode, len(topics))
-        for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
-            rules.non_negative(parsed[key], key)
-        guarantee = rules.sink_rules(parsed, opts, key_fields)
+        modes = (
+            (startup_mode, "scan.startup.mode", StartupMode),
+            (bounded_mode, "scan.bounded.mode", BoundedMode),
+        )
+        if "source" in uses:
+            for mode, mode_key, enum in modes:
+                rules.companion(opts, mode, mode_key, enum, len(topics))
+                rules.unused_companions(opts, mode, mode_key, enum)
+            for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
+                rules.non_negative(parsed[key], key)
+            rules.at_least_one(parsed["scan.parallelism"], "scan.parallelism")
+        guarantee = rules.delivery_guarantee(parsed, opts)
+        if "sink" in uses:
+            rules.sink_rules(parsed, opts, key_fields, guarantee)
         rules.header_filter(parsed["scan.header-filter"])
         max_count = parsed["ingestion.error-tolerance.max-count"]
         if max_count < -1:
@@ -240,6 +256,7 @@ class KafkaTableSpec:
             )
 
         cols = tuple(Column.coerce(c) for c in (columns or ()))
+        rules.primary_key_rule(connector, pk, value_key, value_format.name)
         if upsert and not pk:
             raise KafkaOptionsError(
                 "'upsert-kafka' tables require to define a PRIMARY KEY constraint. The PRIMARY "
@@ -297,6 +314,8 @@ class KafkaTableSpec:
             delivery_guarantee=guarantee,
             transactional_id_prefix=parsed["sink.transactional-id-prefix"],
             sink_parallelism=parsed["sink.parallelism"],
+            transaction_naming_strategy=parsed["sink.transaction-naming-strategy"],
+            scan_parallelism=parsed["scan.parallelism"],
             ignore_errors=parsed["ingestion.ignore-errors"],
             error_tolerance_max_count=max_count,
             columns=cols,
@@ -305,7 +324,34 @@ class KafkaTableSpec:
             sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
             sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
             dead_letter_topic=parsed["ingestion.dead-letter.topic"],
-            partitioner_class=_partitioner_class(parsed["sink.partitioner"]),
+            partitioner_class=(
+                _partitioner_class(parsed["sink.partitioner"]) if "sink" in uses else None
+            ),
+        )
+
+    def for_role(self, role: str) -> KafkaTableSpec:
+        """This table checked for one use, ``"source"`` or ``"sink"``, once that use is known.
+
+        A table declared without a role passed the rules of both uses, so this adds the rules
+        of one use only (a sink's single topic, its writable metadata) and warns about the
+        options of the other use, which have no effect there. A table declared for the other
+        use is checked again in full for this one.
+
+        Example:
+            >>> orders.for_role("source").role  # doctest: +SKIP
+            'source'
+
+        Raises:
+            KafkaOptionsError: the table breaks a rule of that use.
+        """
+        if role == self.role:
+            return self
+        return KafkaTableSpec.from_options(
+            self.options,
+            columns=self.columns,
+            primary_key=self.primary_key,
+            role=role,
+            name=self.name,
         )
 
     @property
@@ -414,6 +460,30 @@ def _discovery_interval(opts: Mapping[str, str], interval: int | None) -> int | 
             )
         interval = int(text)
     return interval
+
+
+def _value_format(parsed: Mapping[str, Any], connector: str) -> tuple[str, str]:
+    """The value format's name and the key that declared it: 'format' wins over 'value.format'
+    when both are set (Flink reads 'format' first); 'upsert-kafka' has only 'value.format'."""
+    fmt, value = parsed["format"], parsed["value.format"]
+    if fmt is not None and value is not None and fmt != value:
+        rules.warn(
+            f"Option 'value.format' ('{value}') has no effect: 'format' ('{fmt}') is also set "
+            f"and wins, as in Flink.",
+            "value.format",
+            "format",
+        )
+    if fmt is not None:
+        return fmt, "format"
+    if value is not None:
+        return value, "value.format"
+    if connector == UPSERT_KAFKA:
+        raise KafkaOptionsError(
+            "The 'upsert-kafka' connector requires 'value.format'.", keys=("value.format",)
+        )
+    raise KafkaOptionsError(
+        "One of 'format' or 'value.format' is required.", keys=("format", "value.format")
+    )
 
 
 def _partitioner_class(option: str) -> type | None:
