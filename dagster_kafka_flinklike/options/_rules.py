@@ -110,9 +110,10 @@ def subscription(
         )
     if role == "sink" and (pattern is not None or len(topics) != 1):
         key = "topic-pattern" if pattern is not None else "topic"
+        what = "a pattern" if pattern is not None else f"{len(topics)} topics"
         raise KafkaOptionsError(
-            f"Option '{key}' of a sink table must name a single topic: {SINK_TOPIC_REASON}. Set "
-            f"'topic' to one topic name.",
+            f"A sink table writes to exactly one topic, but option '{key}' names {what}: "
+            f"{SINK_TOPIC_REASON}. Set 'topic' to one topic name.",
             keys=(key,),
         )
     return topics, pattern
