@@ -108,7 +108,14 @@ def subscription(
         raise KafkaOptionsError(
             "Either 'topic' or 'topic-pattern' must be set.", keys=("topic", "topic-pattern")
         )
-    if role == "sink" and (pattern is not None or len(topics) != 1):
+    if role == "sink":
+        sink_topic(topics, pattern)
+    return topics, pattern
+
+
+def sink_topic(topics: Sequence[str], pattern: str | None) -> None:
+    """A sink writes to exactly one topic (see :data:`SINK_TOPIC_REASON`)."""
+    if pattern is not None or len(topics) != 1:
         key = "topic-pattern" if pattern is not None else "topic"
         what = "a pattern" if pattern is not None else f"{len(topics)} topics"
         raise KafkaOptionsError(
@@ -116,7 +123,6 @@ def subscription(
             f"{SINK_TOPIC_REASON}. Set 'topic' to one topic name.",
             keys=(key,),
         )
-    return topics, pattern
 
 
 def key_prefix_rules(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -188,7 +189,7 @@ class KafkaTableSpec:
         parsed = {o.key: parse_value(o, opts) for o in OPTIONS if not o.prefix}
         topics, pattern = rules.subscription(parsed["topic"], parsed["topic-pattern"], role)
         uses = ("source", "sink") if role is None else (role,)
-        rules.other_role_options(opts, role, name or ",".join(topics) or str(pattern))
+        rules.other_role_options(opts, role, _label(name, topics or (str(pattern),)))
 
         value_name, value_key = _value_format(parsed, connector)
         key_name = parsed["key.format"]
@@ -332,8 +333,8 @@ class KafkaTableSpec:
     def for_role(self, role: str) -> KafkaTableSpec:
         """This table checked for one use, ``"source"`` or ``"sink"``, once that use is known.
 
-        A table declared without a role passed the rules of both uses, so this adds the rules
-        of one use only (a sink's single topic, its writable metadata) and warns about the
+        A table declared without a role passed the rules of both uses, so this adds what only
+        that use requires (a sink's single topic, its writable metadata) and warns about the
         options of the other use, which have no effect there. A table declared for the other
         use is checked again in full for this one.
 
@@ -346,6 +347,12 @@ class KafkaTableSpec:
         """
         if role == self.role:
             return self
+        if self.role is None and role in ("source", "sink"):
+            if role == "sink":
+                rules.sink_topic(self.topics, self.topic_pattern)
+            check_metadata_columns(self.columns, role=role)
+            rules.other_role_options(self.options, role, _label(self.name, self.topics))
+            return dataclasses.replace(self, role=role)
         return KafkaTableSpec.from_options(
             self.options,
             columns=self.columns,
@@ -460,6 +467,10 @@ def _discovery_interval(opts: Mapping[str, str], interval: int | None) -> int | 
             )
         interval = int(text)
     return interval
+
+
+def _label(name: str | None, topics: tuple[str, ...]) -> str:
+    return name or ",".join(topics)
 
 
 def _value_format(parsed: Mapping[str, Any], connector: str) -> tuple[str, str]:
