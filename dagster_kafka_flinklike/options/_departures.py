@@ -30,13 +30,13 @@ DEPARTURES: tuple[str, ...] = (
     "the log as it was when the run was planned. The offsets of the last successful "
     "materialization (the checkpoint) take priority over `scan.startup.mode`, as Flink's "
     "checkpoint does.",
-    "Options are validated when the definitions load, before a query uses the table. A table "
-    "declared without a role (`KafkaTableSpec.from_options(..., role=None)`, a Flink SQL table "
-    "that no `INSERT` writes) must therefore be valid both as a source and as a sink. Declared "
-    "with `role='source'` or `role='sink'` (a Flink SQL `INSERT` target is a sink), only that "
-    "use's rules apply and options of the other use are accepted with a `KafkaOptionsWarning`, "
-    "as Flink ignores them; the streaming asset and the IO manager declare the role of the "
-    "tables they read and write.",
+    "Options are validated when the definitions load, before a query uses the table, so a table "
+    "declared without a role (`KafkaTableSpec.from_options(..., role=None)`, and every Flink SQL "
+    "`CREATE TABLE`, checked before its `INSERT`s are known) must be valid both as a source and "
+    "as a sink; Flink checks a table only for the way a query uses it. Once the use is known "
+    "(`role='source'` / `role='sink'`, the tables of a streaming asset or an IO manager, a Flink "
+    "SQL `INSERT` target or a table the queries only read), only that use's rules apply, and "
+    "options of the other use are accepted with a `KafkaOptionsWarning`, as Flink ignores them.",
     "Options Flink accepts but ignores (offsets or timestamps of a startup / bounded mode that "
     "is not selected, `sink.transactional-id-prefix` without exactly-once, `value.format` beside "
     "a different `format`, a topic named twice, a partition named twice in specific offsets, "
