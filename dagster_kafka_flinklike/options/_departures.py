@@ -41,6 +41,10 @@ DEPARTURES: tuple[str, ...] = (
     "is not selected, `sink.transactional-id-prefix` without exactly-once, `value.format` beside "
     "a different `format`, a topic named twice, a partition named twice in specific offsets, "
     "where the last wins) are accepted with a `KafkaOptionsWarning` naming the option.",
+    "`properties.group.id` defaults to `KafkaSource-<table name>`, so a source without it still "
+    "commits its offsets to a group after each run (for monitoring, and in the exactly-once "
+    "transaction) and can start from `group-offsets`; Flink leaves the group unset and then "
+    "disables offset commits.",
     "Stricter than Flink: a WITH clause that sets a key twice, a topic name Kafka would reject, "
     "and numbers outside Java's int/long range are errors.",
     f"A sink table (`role='sink'`) writes to exactly one `topic`: {SINK_TOPIC_REASON}.",
