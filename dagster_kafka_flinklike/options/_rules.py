@@ -211,27 +211,32 @@ def non_negative(value: int | None, key: str) -> None:
         raise KafkaOptionsError(f"Option '{key}' must be >= 0, got {value}.", keys=(key,))
 
 
-def delivery_guarantee(parsed: Mapping[str, Any], opts: Mapping[str, str]) -> Any:
+def delivery_guarantee(parsed: Mapping[str, Any]) -> Any:
     """``sink.delivery-guarantee``, or the deprecated ``sink.semantic``, which wins when set (as
-    in Flink); both are checked, and a guarantee the legacy key overrides is warned about."""
-    guarantee, legacy = parsed["sink.delivery-guarantee"], parsed["sink.semantic"]
-    if legacy is None:
-        return guarantee
-    warn("Option 'sink.semantic' is deprecated; use 'sink.delivery-guarantee'.", "sink.semantic")
-    if "sink.delivery-guarantee" in opts and legacy != guarantee:
-        warn(
-            f"Option 'sink.delivery-guarantee' ('{guarantee.value}') has no effect: "
-            f"'sink.semantic' ('{legacy.value}') is also set and wins, as in Flink.",
-            "sink.delivery-guarantee",
-            "sink.semantic",
-        )
-    return legacy
+    in Flink)."""
+    legacy = parsed["sink.semantic"]
+    return parsed["sink.delivery-guarantee"] if legacy is None else legacy
 
 
 def sink_rules(
-    parsed: Mapping[str, Any], opts: Mapping[str, str], key_fields: Sequence[str], guarantee: Any
+    parsed: Mapping[str, Any], opts: Mapping[str, str], key_fields: Sequence[str]
 ) -> None:
-    """Exactly-once and its transactions, partitioner, parallelism, buffering of a sink."""
+    """Delivery guarantee, exactly-once and its transactions, partitioner, parallelism and
+    buffering of a sink."""
+    guarantee, legacy = delivery_guarantee(parsed), parsed["sink.semantic"]
+    if legacy is not None:
+        warn(
+            "Option 'sink.semantic' is deprecated; use 'sink.delivery-guarantee'.", "sink.semantic"
+        )
+    if legacy is not None and "sink.delivery-guarantee" in opts:
+        overridden = parsed["sink.delivery-guarantee"]
+        if overridden != legacy:
+            warn(
+                f"Option 'sink.delivery-guarantee' ('{overridden.value}') has no effect: "
+                f"'sink.semantic' ('{legacy.value}') is also set and wins, as in Flink.",
+                "sink.delivery-guarantee",
+                "sink.semantic",
+            )
     prefix = parsed["sink.transactional-id-prefix"]
     exactly_once = guarantee == DeliveryGuarantee.EXACTLY_ONCE
     if exactly_once and not (prefix or "").strip():

@@ -235,9 +235,9 @@ class KafkaTableSpec:
             for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
                 rules.non_negative(parsed[key], key)
             rules.at_least_one(parsed["scan.parallelism"], "scan.parallelism")
-        guarantee = rules.delivery_guarantee(parsed, opts)
+        guarantee = rules.delivery_guarantee(parsed)
         if "sink" in uses:
-            rules.sink_rules(parsed, opts, key_fields, guarantee)
+            rules.sink_rules(parsed, opts, key_fields)
         rules.header_filter(parsed["scan.header-filter"])
         max_count = parsed["ingestion.error-tolerance.max-count"]
         if max_count < -1:
@@ -303,10 +303,10 @@ class KafkaTableSpec:
             value_fields_prefix=value_prefix,
             value_fields_include=include,
             startup_mode=startup_mode,
-            startup_specific_offsets=_offsets(opts, "scan.startup.specific-offsets"),
+            startup_specific_offsets=_offsets(opts, uses, startup_mode, StartupMode),
             startup_timestamp_millis=parsed["scan.startup.timestamp-millis"],
             bounded_mode=bounded_mode,
-            bounded_specific_offsets=_offsets(opts, "scan.bounded.specific-offsets"),
+            bounded_specific_offsets=_offsets(opts, uses, bounded_mode, BoundedMode),
             bounded_timestamp_millis=parsed["scan.bounded.timestamp-millis"],
             partition_discovery_interval_ms=interval if interval and interval > 0 else None,
             header_filter=parsed["scan.header-filter"],
@@ -507,5 +507,12 @@ def _strip(name: str, prefix: str) -> str:
     return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
-def _offsets(opts: Mapping[str, str], key: str) -> dict[int, int] | None:
-    return parse_specific_offsets(key, opts[key]) if key in opts else None
+def _offsets(
+    opts: Mapping[str, str], uses: tuple[str, ...], mode: Any, enum: Any
+) -> dict[int, int] | None:
+    """The offsets of a ``specific-offsets`` mode; read only when that mode is selected (as in
+    Flink, an unselected mode's offsets are ignored: they were warned about)."""
+    key = f"scan.{'startup' if enum is StartupMode else 'bounded'}.specific-offsets"
+    if "source" not in uses or mode != enum.SPECIFIC_OFFSETS:
+        return None
+    return parse_specific_offsets(key, opts[key])

@@ -759,12 +759,22 @@ def test_options_of_the_other_use_are_accepted_with_a_warning(
             },
             ("scan.bounded.specific-offsets", "scan.bounded.mode"),
         ),
+        (  # a string option Flink never parses unless its mode is selected
+            {"scan.bounded.specific-offsets": "not offsets"},
+            ("scan.bounded.specific-offsets", "scan.bounded.mode"),
+        ),
     ],
 )
 def test_companions_of_a_mode_not_selected_are_accepted_with_a_warning(
     changes: dict[str, Any], keys: tuple[str, ...]
 ) -> None:
     warned(SOURCE, changes, keys, "has no effect: it is read only when")
+
+
+def test_sink_semantic_of_a_source_only_says_it_has_no_effect() -> None:
+    with pytest.warns(KafkaOptionsWarning) as caught:
+        KafkaTableSpec.from_options(changed(SOURCE, {"sink.semantic": "none"}), role="source")
+    assert [w.message.keys for w in caught] == [("sink.semantic",)]  # type: ignore[union-attr]
 
 
 def test_a_table_without_a_role_must_be_valid_for_both_uses() -> None:
