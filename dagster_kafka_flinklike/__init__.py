@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         DeliveryGuarantee,
         KafkaTableSpec,
         StartupMode,
+        TransactionNamingStrategy,
         ValueFieldsInclude,
     )
     from .resources import KafkaResource
@@ -89,6 +90,7 @@ _EXPORTS = {
     "StreamingRun": ".run",
     "TransactionError": ".errors",
     "TransactionTimeoutCheck": ".checks",
+    "TransactionNamingStrategy": ".options",
     "ValueFieldsInclude": ".options",
     "build_kafka_asset_checks": ".checks",
     "build_kafka_discovery_sensor": ".sensors",
@@ -128,6 +130,7 @@ __all__ = [
     "StartupMode",
     "StreamingRun",
     "TransactionError",
+    "TransactionNamingStrategy",
     "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",

@@ -21,13 +21,13 @@ from dagster_kafka_flinklike.options import (
     KafkaOptionsError,
     KafkaTableSpec,
     StartupMode,
+    TransactionNamingStrategy,
 )
 from dagster_kafka_flinklike.options._departures import (
     DEPARTURES,
     INCREMENTING_REASON,
     SINK_TOPIC_REASON,
 )
-from dagster_kafka_flinklike.options._table import TransactionNamingStrategy
 from dagster_kafka_flinklike.run.plan import read_min_splits
 from dagster_kafka_flinklike.sql import parse_flink_sql
 
