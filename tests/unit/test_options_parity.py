@@ -774,7 +774,7 @@ def test_companions_of_a_mode_not_selected_are_accepted_with_a_warning(
 def test_sink_semantic_of_a_source_only_says_it_has_no_effect() -> None:
     with pytest.warns(KafkaOptionsWarning) as caught:
         KafkaTableSpec.from_options(changed(SOURCE, {"sink.semantic": "none"}), role="source")
-    assert [w.message.keys for w in caught] == [("sink.semantic",)]  # type: ignore[union-attr]
+    assert [w.message.keys for w in caught] == [("sink.semantic",)]
 
 
 def test_a_table_without_a_role_must_be_valid_for_both_uses() -> None:
@@ -848,7 +848,7 @@ def test_flink_sql_tables_are_checked_for_their_use() -> None:
     """
     with pytest.warns(KafkaOptionsWarning) as caught:
         src, mid, dst, *_ = parse_flink_sql(script)
-    assert [t.spec.role for t in (src, mid, dst)] == ["source", "sink", "sink"]  # type: ignore[union-attr]
+    assert [t.spec.role for t in (src, mid, dst)] == ["source", "sink", "sink"]
     said = [str(w.message) for w in caught]
     assert any("'sink.delivery-guarantee' of table 'src'" in m for m in said), said
     assert any("'scan.startup.mode' of table 'dst'" in m for m in said), said
