@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         KafkaConnectorError,
         KafkaErrorKind,
         KafkaOptionsError,
+        KafkaOptionsWarning,
         OffsetsError,
         TransactionError,
     )
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         DeliveryGuarantee,
         KafkaTableSpec,
         StartupMode,
+        TransactionNamingStrategy,
         ValueFieldsInclude,
     )
     from .resources import KafkaResource
@@ -76,6 +78,7 @@ _EXPORTS = {
     "KafkaErrorKind": ".errors",
     "KafkaIOManager": ".io_manager",
     "KafkaOptionsError": ".errors",
+    "KafkaOptionsWarning": ".errors",
     "KafkaResource": ".resources",
     "KafkaTranslator": ".translator",
     "LateDataCheck": ".checks",
@@ -87,6 +90,7 @@ _EXPORTS = {
     "StreamingRun": ".run",
     "TransactionError": ".errors",
     "TransactionTimeoutCheck": ".checks",
+    "TransactionNamingStrategy": ".options",
     "ValueFieldsInclude": ".options",
     "build_kafka_asset_checks": ".checks",
     "build_kafka_discovery_sensor": ".sensors",
@@ -115,6 +119,7 @@ __all__ = [
     "KafkaErrorKind",
     "KafkaIOManager",
     "KafkaOptionsError",
+    "KafkaOptionsWarning",
     "KafkaResource",
     "KafkaTableSpec",
     "KafkaTranslator",
@@ -125,6 +130,7 @@ __all__ = [
     "StartupMode",
     "StreamingRun",
     "TransactionError",
+    "TransactionNamingStrategy",
     "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",

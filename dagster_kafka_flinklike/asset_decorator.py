@@ -258,7 +258,8 @@ def kafka_streaming_asset(
     returns a DataFrame. With ``sink`` the result is written to that Kafka table and the asset
     materializes with metrics; without, the DataFrame goes to the asset's IO manager
     (``io_manager_key``). Ranges larger than ``max_records_per_split`` are read by several Spark
-    tasks, and at least ``min_splits`` tasks read when given (Spark's ``minPartitions``). With
+    tasks, and at least ``min_splits`` tasks read each source when given (Spark's
+    ``minPartitions``; a source's ``scan.parallelism``, when larger, wins for it). With
     an exactly-once sink the transactional id is ``<sink.transactional-id-prefix>-<asset
     key>-0``.
 
@@ -305,6 +306,8 @@ def kafka_streaming_asset(
             name, or a source that skips the group commit under an exactly-once sink.
     """
     _check_tables(sources, sink)
+    sources = {name: spec.for_role("source") for name, spec in sources.items()}
+    sink = sink.for_role("sink") if sink is not None else None
     _check_partitioning(partitions_def, allowed_lateness, checks or ())
     _check_offset_batches(offset_batches, partitions_def, sources, checks or ())
     if partitions_def is not None and backfill_policy is None:

@@ -54,6 +54,27 @@ class KafkaOptionsError(KafkaConnectorError, ValueError):
         self.keys: tuple[str, ...] = tuple(keys)
 
 
+class KafkaOptionsWarning(UserWarning):
+    """An accepted connector option that has no effect where the table is used.
+
+    Flink accepts such options and ignores them (a sink option on a table that is only read,
+    the offsets of a startup mode that is not selected); here they are accepted too, with this
+    warning naming the option and why it does nothing. ``keys`` names the option keys.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warnings.warn(KafkaOptionsWarning("Option 'x' has no effect.", keys=("x",)))
+        >>> caught[0].category.__name__, caught[0].message.keys
+        ('KafkaOptionsWarning', ('x',))
+    """
+
+    def __init__(self, message: str, *, keys: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.keys: tuple[str, ...] = tuple(keys)
+
+
 class OffsetsError(KafkaConnectorError):
     """Start or stop offsets cannot be resolved (no committed offset, deleted range, ...)."""
 

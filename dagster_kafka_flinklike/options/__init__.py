@@ -29,6 +29,7 @@ from ._table import (
     ConfigOption,
     DeliveryGuarantee,
     StartupMode,
+    TransactionNamingStrategy,
     ValueFieldsInclude,
     parse_duration_ms,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "KafkaTableSpec",
     "MetadataKey",
     "StartupMode",
+    "TransactionNamingStrategy",
     "ValueFieldsInclude",
     "check_partitioner_option",
     "client_config",

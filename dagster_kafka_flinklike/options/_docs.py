@@ -6,8 +6,10 @@ committed page differs from :func:`render_options_reference`.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from ._departures import DEPARTURES
 from ._formats import FORMAT_OPTIONS, FORMATS, SUPPORTED_FORMATS, UNSUPPORTED_FORMAT_OPTIONS
 from ._metadata import METADATA
 from ._properties import (
@@ -34,53 +36,6 @@ every option is validated when the definitions load, and an unknown or malformed
 error that names the key (with a "did you mean" hint for typos).
 """
 
-DEPARTURES = """\
-## Departures from Flink
-
-Deliberate differences from Apache Flink's Kafka connector:
-
-- `properties.bootstrap.servers` may be omitted: a Dagster `KafkaResource` supplies it at run time.
-- Every run is bounded: `scan.bounded.mode` = `unbounded` (the default) reads up to the end of the
-  log as it was when the run was planned. The offsets of the last successful materialization
-  (the checkpoint) take priority over `scan.startup.mode`, as Flink's checkpoint does.
-- Stricter than Flink: `scan.startup.timestamp-millis` / `scan.startup.specific-offsets` (and the
-  `scan.bounded.*` pair) are rejected unless their mode needs them; a WITH clause that sets a key
-  twice, a topic name Kafka would reject, and numbers outside Java's int/long range are errors.
-- `sink.semantic` (the older name of `sink.delivery-guarantee`) also accepts Java's
-  `EXACTLY_ONCE` / `AT_LEAST_ONCE` spellings; setting both keys to different values is an error.
-- Value format options may be written `<format>.x` or `value.<format>.x` whichever of `format` /
-  `value.format` declared the format (Flink ties each spelling to one of the keys).
-- A PRIMARY KEY on a `kafka` (not upsert) table is accepted, as the managed Flink service in the
-  reference documents does; it is kept in the spec and does not change reading or writing.
-- `value.fields-prefix` (a vendor option) requires every value column to carry the prefix.
-- `scan.startup.mode` = `specific-offsets`: unlisted partitions start at the group's committed
-  offset, else as `properties.auto.offset.reset` says, else at the earliest offset;
-  `scan.bounded.mode` = `specific-offsets` stops unlisted partitions at the end of the log.
-- An explicit partition set (Flink's DataStream `setPartitions`) is a Python argument of the
-  planner, not a table option.
-- `sink.partitioner` takes a Python class path (a `KafkaPartitioner`) instead of a Java class;
-  a class that cannot be loaded is an error when the table is declared.
-- Spark rows carry no Flink RowKind: a DataFrame written to an `upsert-kafka` sink may carry a
-  `__row_kind` column with Flink's short strings (`+I`, `-U`, `+U`, `-D`); `-D` is written as a
-  tombstone, `-U` is dropped, and rows without it are upserts.
-- `upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are rejected
-  for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.
-- The dirty-data options of the vendor's YAML data ingestion (`ingestion.ignore-errors`,
-  `ingestion.error-tolerance.max-count`) apply to every table here, SQL tables included;
-  `ingestion.dead-letter.topic` is this project's own addition.
-- Client properties are librdkafka's: Java client settings are translated where librdkafka has an
-  equivalent, and rejected (naming the option) where it has none (see "Kafka client properties").
-  JKS truststores and keystores cannot be read: use PEM files (a PKCS#12 keystore works).
-- TIME columns are carried as Spark STRING (Spark has no TIME type); TIMESTAMP maps to Spark
-  TIMESTAMP_NTZ and TIMESTAMP_LTZ to Spark TIMESTAMP.
-- `raw.charset` takes the charsets Spark decodes and encodes (UTF-8, US-ASCII, ISO-8859-1,
-  UTF-16, UTF-16BE, UTF-16LE, UTF-32, in any spelling Python knows); others are rejected when the
-  table is declared, where Flink takes any Java charset.
-- Flink SQL: reserved words may be used unquoted as column names where unambiguous; an empty
-  column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Query text is kept as
-  written and run by Spark SQL.
-"""
-
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
@@ -96,8 +51,6 @@ def _option_rows(options: list[ConfigOption], prefix: str = "") -> list[str]:
     rows = [_row(header), "|" + "---|" * len(header)]
     for o in options:
         key = f"`{prefix}{o.key}*`" if o.prefix else f"`{prefix}{o.key}`"
-        if o.deprecated_keys:
-            key += " (also " + ", ".join(f"`{d}`" for d in o.deprecated_keys) + ")"
         default = "(none)" if o.default is None else f"`{o.default}`" if o.default else "(empty)"
         cells = [key, o.type, default, *([", ".join(o.connectors)] if connectors else [])]
         rows.append(_row([*cells, o.description]))
@@ -218,6 +171,20 @@ def _unsupported() -> list[str]:
     return [*lines, ""]
 
 
+def _departures() -> list[str]:
+    lines = [
+        "## Departures from Flink",
+        "",
+        "Deliberate differences from Apache Flink's Kafka connector:",
+        "",
+    ]
+    for text in DEPARTURES:
+        lines += textwrap.wrap(
+            text, 100, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False
+        )
+    return [*lines, ""]
+
+
 def render_options_reference() -> str:
     """The Markdown reference of every option, format, metadata key and client property rule.
 
@@ -232,7 +199,7 @@ def render_options_reference() -> str:
         *_metadata(),
         *_properties(),
         *_unsupported(),
-        DEPARTURES,
+        *_departures(),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -6,10 +6,12 @@ Every function raises :class:`KafkaOptionsError` naming the keys at fault and wh
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import KafkaOptionsError
+from ..errors import KafkaOptionsError, KafkaOptionsWarning
+from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
 from ._table import (
@@ -17,14 +19,16 @@ from ._table import (
     OPTIONS,
     UPSERT_KAFKA,
     DeliveryGuarantee,
+    TransactionNamingStrategy,
     ValueFieldsInclude,
-    parse_value,
+    find_option,
 )
 from ._types import Column
 
-_GUARANTEE = next(o for o in OPTIONS if o.key == "sink.delivery-guarantee")
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_ROLE_WORDS = {"source": "read as a source", "sink": "written as a sink"}
 _UPSERT_HINTS = {
+    "format": "its value format is set with 'value.format' (and its key format with 'key.format')",
     "key.fields": "its key columns are the PRIMARY KEY columns",
     "scan.startup.mode": "it always reads from the earliest offset",
     "scan.startup.specific-offsets": "it always reads from the earliest offset",
@@ -33,16 +37,37 @@ _UPSERT_HINTS = {
 }
 
 
+def warn(message: str, *keys: str) -> None:
+    """Warn that an accepted option has no effect (:class:`KafkaOptionsWarning`)."""
+    warnings.warn(KafkaOptionsWarning(message, keys=keys), stacklevel=4)
+
+
 def check_connector_keys(opts: Mapping[str, str], connector: str) -> None:
     """Options declared for the other connector only are an error (Flink: unsupported option)."""
     for option in OPTIONS:
-        keys = [k for k in (option.key, *option.deprecated_keys) if k in opts]
-        if keys and connector not in option.connectors:
+        if option.key in opts and connector not in option.connectors:
             hint = _UPSERT_HINTS.get(option.key, "it is an option of the other connector")
             raise KafkaOptionsError(
-                f"Option '{keys[0]}' is not supported by the '{connector}' connector: {hint}.",
-                keys=(keys[0], "connector"),
+                f"Option '{option.key}' is not supported by the '{connector}' connector: {hint}.",
+                keys=(option.key, "connector"),
             )
+
+
+def other_role_options(opts: Mapping[str, str], role: str | None, table: str) -> None:
+    """Warn about options of the other use of a table whose role is known (Flink ignores a sink
+    option of a table it reads, and a scan option of a table it writes)."""
+    if role is None:
+        return
+    for key in opts:
+        option = find_option(key)
+        if option is None or option.prefix or role in option.roles:
+            continue
+        other = "sink" if role == "source" else "source"
+        warn(
+            f"Option '{key}' of table {table!r} has no effect: the table is {_ROLE_WORDS[role]}, "
+            f"and the option applies when a table is {_ROLE_WORDS[other]}.",
+            key,
+        )
 
 
 def subscription(
@@ -54,7 +79,8 @@ def subscription(
             "Option 'topic' and 'topic-pattern' shouldn't be set together.",
             keys=("topic", "topic-pattern"),
         )
-    topics = tuple(t.strip() for t in (topic or "").split(";") if t.strip())
+    named = [t.strip() for t in (topic or "").split(";") if t.strip()]
+    topics = tuple(dict.fromkeys(named))
     if topic is not None and not topics:
         raise KafkaOptionsError("Option 'topic' names no topic.", keys=("topic",))
     for name in topics:
@@ -64,8 +90,12 @@ def subscription(
                 f"1 to 249 characters among letters, digits, '.', '_' and '-'.",
                 keys=("topic",),
             )
-    if len(set(topics)) != len(topics):
-        raise KafkaOptionsError("Option 'topic' names a topic twice.", keys=("topic",))
+    if len(named) != len(topics):
+        twice = sorted({t for t in named if named.count(t) > 1})
+        warn(
+            f"Option 'topic' names {', '.join(map(repr, twice))} more than once; read once.",
+            "topic",
+        )
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -78,14 +108,21 @@ def subscription(
         raise KafkaOptionsError(
             "Either 'topic' or 'topic-pattern' must be set.", keys=("topic", "topic-pattern")
         )
-    if role == "sink" and (pattern is not None or len(topics) != 1):
+    if role == "sink":
+        sink_topic(topics, pattern)
+    return topics, pattern
+
+
+def sink_topic(topics: Sequence[str], pattern: str | None) -> None:
+    """A sink writes to exactly one topic (see :data:`SINK_TOPIC_REASON`)."""
+    if pattern is not None or len(topics) != 1:
         key = "topic-pattern" if pattern is not None else "topic"
+        what = "a pattern" if pattern is not None else f"{len(topics)} topics"
         raise KafkaOptionsError(
-            "A sink table writes to exactly one topic: set 'topic' to a single topic name (a "
-            "';' list or 'topic-pattern' are for sources only).",
+            f"A sink table writes to exactly one topic, but option '{key}' names {what}: "
+            f"{SINK_TOPIC_REASON}. Set 'topic' to one topic name.",
             keys=(key,),
         )
-    return topics, pattern
 
 
 def key_prefix_rules(
@@ -131,23 +168,33 @@ def key_prefix_rules(
             )
 
 
-def companion(opts: Mapping[str, str], mode: Any, mode_key: str, enum: Any, topics: int) -> None:
-    """timestamp / specific-offsets modes need their companion option, and only they allow it."""
-    prefix, word = mode_key.rsplit(".", 1)[0], mode_key.split(".")[1]
-    companions = {
+def _companions(mode_key: str, enum: Any) -> dict[Any, str]:
+    prefix = mode_key.rsplit(".", 1)[0]
+    return {
         enum.TIMESTAMP: f"{prefix}.timestamp-millis",
         enum.SPECIFIC_OFFSETS: f"{prefix}.specific-offsets",
     }
-    for needing_mode, key in companions.items():
+
+
+def unused_companions(opts: Mapping[str, str], mode: Any, mode_key: str, enum: Any) -> None:
+    """Warn about the companion option of a mode that is not selected (Flink ignores it)."""
+    for needing_mode, key in _companions(mode_key, enum).items():
+        if mode != needing_mode and key in opts:
+            warn(
+                f"Option '{key}' has no effect: it is read only when '{mode_key}' is "
+                f"'{needing_mode.value}', but '{mode_key}' is '{mode.value}'.",
+                key,
+                mode_key,
+            )
+
+
+def companion(opts: Mapping[str, str], mode: Any, mode_key: str, enum: Any, topics: int) -> None:
+    """timestamp / specific-offsets modes need their companion option (and one topic)."""
+    word = mode_key.split(".")[1]
+    for needing_mode, key in _companions(mode_key, enum).items():
         if mode == needing_mode and key not in opts:
             raise KafkaOptionsError(
                 f"'{key}' is required in '{needing_mode.value}' {word} mode but missing.",
-                keys=(key, mode_key),
-            )
-        if mode != needing_mode and key in opts:
-            raise KafkaOptionsError(
-                f"'{key}' is only valid when '{mode_key}' is '{needing_mode.value}', but "
-                f"'{mode_key}' is '{mode.value}'.",
                 keys=(key, mode_key),
             )
     if mode == enum.SPECIFIC_OFFSETS and topics != 1:
@@ -164,26 +211,53 @@ def non_negative(value: int | None, key: str) -> None:
         raise KafkaOptionsError(f"Option '{key}' must be >= 0, got {value}.", keys=(key,))
 
 
+def delivery_guarantee(parsed: Mapping[str, Any]) -> Any:
+    """``sink.delivery-guarantee``, or the deprecated ``sink.semantic``, which wins when set (as
+    in Flink)."""
+    legacy = parsed["sink.semantic"]
+    return parsed["sink.delivery-guarantee"] if legacy is None else legacy
+
+
 def sink_rules(
     parsed: Mapping[str, Any], opts: Mapping[str, str], key_fields: Sequence[str]
-) -> Any:
-    """Delivery guarantee (and legacy ``sink.semantic``), partitioner, parallelism, buffering."""
-    guarantee = parsed["sink.delivery-guarantee"]
-    if "sink.delivery-guarantee" in opts and "sink.semantic" in opts:
-        legacy = parse_value(_GUARANTEE, _GUARANTEE.key, {"sink.semantic": opts["sink.semantic"]})
-        if legacy != guarantee:
-            raise KafkaOptionsError(
-                "Options 'sink.delivery-guarantee' and 'sink.semantic' (its deprecated name) "
-                "disagree; keep 'sink.delivery-guarantee'.",
-                keys=("sink.delivery-guarantee", "sink.semantic"),
+) -> None:
+    """Delivery guarantee, exactly-once and its transactions, partitioner, parallelism and
+    buffering of a sink."""
+    guarantee, legacy = delivery_guarantee(parsed), parsed["sink.semantic"]
+    if legacy is not None:
+        warn(
+            "Option 'sink.semantic' is deprecated; use 'sink.delivery-guarantee'.", "sink.semantic"
+        )
+    if legacy is not None and "sink.delivery-guarantee" in opts:
+        overridden = parsed["sink.delivery-guarantee"]
+        if overridden != legacy:
+            warn(
+                f"Option 'sink.delivery-guarantee' ('{overridden.value}') has no effect: "
+                f"'sink.semantic' ('{legacy.value}') is also set and wins, as in Flink.",
+                "sink.delivery-guarantee",
+                "sink.semantic",
             )
     prefix = parsed["sink.transactional-id-prefix"]
-    if guarantee == DeliveryGuarantee.EXACTLY_ONCE and not (prefix or "").strip():
+    exactly_once = guarantee == DeliveryGuarantee.EXACTLY_ONCE
+    if exactly_once and not (prefix or "").strip():
         raise KafkaOptionsError(
             "sink.transactional-id-prefix must be specified when using "
             "'sink.delivery-guarantee' = 'exactly-once'.",
             keys=("sink.transactional-id-prefix", "sink.delivery-guarantee"),
         )
+    if parsed["sink.transaction-naming-strategy"] == TransactionNamingStrategy.INCREMENTING:
+        raise KafkaOptionsError(
+            f"Option 'sink.transaction-naming-strategy' = 'INCREMENTING' is not supported: "
+            f"{INCREMENTING_REASON}. Remove the option or set it to 'POOLING'.",
+            keys=("sink.transaction-naming-strategy",),
+        )
+    for key in ("sink.transactional-id-prefix", "sink.transaction-naming-strategy"):
+        if key in opts and not exactly_once:
+            warn(
+                f"Option '{key}' has no effect: only an exactly-once sink opens transactions, "
+                f"and the delivery guarantee is '{guarantee.value}'.",
+                key,
+            )
     partitioner = check_partitioner_option(parsed["sink.partitioner"])
     if partitioner == "round-robin" and key_fields and "key.fields" in opts:
         raise KafkaOptionsError(
@@ -191,19 +265,32 @@ def sink_rules(
             "specified.",
             keys=("sink.partitioner", "key.fields"),
         )
-    if parsed["sink.parallelism"] is not None and parsed["sink.parallelism"] < 1:
-        raise KafkaOptionsError(
-            f"Option 'sink.parallelism' must be >= 1, got {parsed['sink.parallelism']}.",
-            keys=("sink.parallelism",),
-        )
+    at_least_one(parsed["sink.parallelism"], "sink.parallelism")
     rows, interval = parsed["sink.buffer-flush.max-rows"], parsed["sink.buffer-flush.interval"]
-    if (rows > 0) != (interval > 0) or rows < 0 or interval < 0:
+    if (rows > 0) != (interval > 0):
         raise KafkaOptionsError(
             "'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' must be set to be "
             "greater than zero together to enable sink buffer flushing.",
             keys=("sink.buffer-flush.max-rows", "sink.buffer-flush.interval"),
         )
-    return guarantee
+
+
+def at_least_one(value: int | None, key: str) -> None:
+    """Parallelism options count tasks: at least one."""
+    if value is not None and value < 1:
+        raise KafkaOptionsError(f"Option '{key}' must be >= 1, got {value}.", keys=(key,))
+
+
+def primary_key_rule(connector: str, primary_key: Sequence[str], value_key: str, fmt: str) -> None:
+    """A ``kafka`` table with an insert-only value format cannot declare a PRIMARY KEY."""
+    if connector == KAFKA and primary_key:
+        raise KafkaOptionsError(
+            f"A 'kafka' table cannot declare a PRIMARY KEY ({', '.join(primary_key)}): its "
+            f"'{fmt}' format ('{value_key}') appends every record as a new row, so nothing keeps "
+            f"one row per key. Use the 'upsert-kafka' connector for a table keyed by its primary "
+            f"key, or drop the PRIMARY KEY.",
+            keys=("connector", value_key),
+        )
 
 
 def header_filter(text: str | None) -> None:

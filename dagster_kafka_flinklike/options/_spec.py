@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from ._table import (
     BoundedMode,
     DeliveryGuarantee,
     StartupMode,
+    TransactionNamingStrategy,
     ValueFieldsInclude,
     find_option,
     parse_bool,
@@ -40,8 +42,11 @@ def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
         >>> parse_specific_offsets("scan.startup.specific-offsets", "partition:0,offset:42")
         {0: 42}
 
+    A partition named twice takes its last offset, as in Flink (with a
+    :class:`~dagster_kafka_flinklike.errors.KafkaOptionsWarning`).
+
     Raises:
-        KafkaOptionsError: a part is malformed, or a partition is named twice.
+        KafkaOptionsError: a part is malformed, or no partition is named.
     """
     result: dict[int, int] = {}
     for part in text.split(";"):
@@ -56,9 +61,10 @@ def parse_specific_offsets(key: str, text: str) -> dict[int, int]:
             )
         partition, offset = int(m.group(1)), int(m.group(2))
         if partition in result:
-            raise KafkaOptionsError(
-                f"Invalid value for option '{key}': partition {partition} is given twice.",
-                keys=(key,),
+            rules.warn(
+                f"Option '{key}' gives partition {partition} twice; its last offset "
+                f"({offset}) applies, as in Flink.",
+                key,
             )
         result[partition] = offset
     if not result:
@@ -127,6 +133,8 @@ class KafkaTableSpec:
     delivery_guarantee: DeliveryGuarantee
     transactional_id_prefix: str | None
     sink_parallelism: int | None
+    transaction_naming_strategy: TransactionNamingStrategy
+    scan_parallelism: int | None
     ignore_errors: bool
     error_tolerance_max_count: int
     columns: tuple[Column, ...]
@@ -155,7 +163,10 @@ class KafkaTableSpec:
             options: the WITH map; values are strings as in Flink (numbers/booleans accepted).
             columns: ``{"name", "type", ...}`` dicts or :class:`Column` objects.
             primary_key: primary key column names (required by ``upsert-kafka``).
-            role: ``"source"``, ``"sink"`` or None (either); enables role-specific rules.
+            role: ``"source"``, ``"sink"`` or None (either). A table with a role is checked
+                by that use's rules only, and options of the other use are accepted with a
+                :class:`~dagster_kafka_flinklike.errors.KafkaOptionsWarning` (Flink ignores
+                them); without a role the table must be valid for both uses.
             name: the table's name, used in messages and the default group id.
 
         Raises:
@@ -175,15 +186,12 @@ class KafkaTableSpec:
                 keys=("connector",),
             )
         rules.check_connector_keys(opts, connector)
-        parsed = {o.key: parse_value(o, o.key, opts) for o in OPTIONS if not o.prefix}
+        parsed = {o.key: parse_value(o, opts) for o in OPTIONS if not o.prefix}
         topics, pattern = rules.subscription(parsed["topic"], parsed["topic-pattern"], role)
+        uses = ("source", "sink") if role is None else (role,)
+        rules.other_role_options(opts, role, _label(name, topics or (str(pattern),)))
 
-        value_name = parsed["value.format"] or parsed["format"]
-        if value_name is None:
-            raise KafkaOptionsError(
-                "One of 'format' or 'value.format' is required.", keys=("format", "value.format")
-            )
-        value_key = "value.format" if parsed["value.format"] else "format"
+        value_name, value_key = _value_format(parsed, connector)
         key_name = parsed["key.format"]
         check_format_keys(opts, value_name, key_name)
         value_format = resolve_format(opts, value_name, value_key)
@@ -215,12 +223,21 @@ class KafkaTableSpec:
         rules.key_prefix_rules(key_fields, key_prefix, value_prefix, include, upsert=upsert)
 
         startup_mode = StartupMode.EARLIEST_OFFSET if upsert else parsed["scan.startup.mode"]
-        rules.companion(opts, startup_mode, "scan.startup.mode", StartupMode, len(topics))
         bounded_mode = parsed["scan.bounded.mode"]
-        rules.companion(opts, bounded_mode, "scan.bounded.mode", BoundedMode, len(topics))
-        for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
-            rules.non_negative(parsed[key], key)
-        guarantee = rules.sink_rules(parsed, opts, key_fields)
+        modes = (
+            (startup_mode, "scan.startup.mode", StartupMode),
+            (bounded_mode, "scan.bounded.mode", BoundedMode),
+        )
+        if "source" in uses:
+            for mode, mode_key, enum in modes:
+                rules.companion(opts, mode, mode_key, enum, len(topics))
+                rules.unused_companions(opts, mode, mode_key, enum)
+            for key in ("scan.startup.timestamp-millis", "scan.bounded.timestamp-millis"):
+                rules.non_negative(parsed[key], key)
+            rules.at_least_one(parsed["scan.parallelism"], "scan.parallelism")
+        guarantee = rules.delivery_guarantee(parsed)
+        if "sink" in uses:
+            rules.sink_rules(parsed, opts, key_fields)
         rules.header_filter(parsed["scan.header-filter"])
         max_count = parsed["ingestion.error-tolerance.max-count"]
         if max_count < -1:
@@ -240,6 +257,7 @@ class KafkaTableSpec:
             )
 
         cols = tuple(Column.coerce(c) for c in (columns or ()))
+        rules.primary_key_rule(connector, pk, value_key, value_format.name)
         if upsert and not pk:
             raise KafkaOptionsError(
                 "'upsert-kafka' tables require to define a PRIMARY KEY constraint. The PRIMARY "
@@ -285,10 +303,10 @@ class KafkaTableSpec:
             value_fields_prefix=value_prefix,
             value_fields_include=include,
             startup_mode=startup_mode,
-            startup_specific_offsets=_offsets(opts, "scan.startup.specific-offsets"),
+            startup_specific_offsets=_offsets(opts, uses, startup_mode, StartupMode),
             startup_timestamp_millis=parsed["scan.startup.timestamp-millis"],
             bounded_mode=bounded_mode,
-            bounded_specific_offsets=_offsets(opts, "scan.bounded.specific-offsets"),
+            bounded_specific_offsets=_offsets(opts, uses, bounded_mode, BoundedMode),
             bounded_timestamp_millis=parsed["scan.bounded.timestamp-millis"],
             partition_discovery_interval_ms=interval if interval and interval > 0 else None,
             header_filter=parsed["scan.header-filter"],
@@ -297,6 +315,8 @@ class KafkaTableSpec:
             delivery_guarantee=guarantee,
             transactional_id_prefix=parsed["sink.transactional-id-prefix"],
             sink_parallelism=parsed["sink.parallelism"],
+            transaction_naming_strategy=parsed["sink.transaction-naming-strategy"],
+            scan_parallelism=parsed["scan.parallelism"],
             ignore_errors=parsed["ingestion.ignore-errors"],
             error_tolerance_max_count=max_count,
             columns=cols,
@@ -305,7 +325,40 @@ class KafkaTableSpec:
             sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
             sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
             dead_letter_topic=parsed["ingestion.dead-letter.topic"],
-            partitioner_class=_partitioner_class(parsed["sink.partitioner"]),
+            partitioner_class=(
+                _partitioner_class(parsed["sink.partitioner"]) if "sink" in uses else None
+            ),
+        )
+
+    def for_role(self, role: str) -> KafkaTableSpec:
+        """This table checked for one use, ``"source"`` or ``"sink"``, once that use is known.
+
+        A table declared without a role passed the rules of both uses, so this adds what only
+        that use requires (a sink's single topic, its writable metadata) and warns about the
+        options of the other use, which have no effect there. A table declared for the other
+        use is checked again in full for this one.
+
+        Example:
+            >>> orders.for_role("source").role  # doctest: +SKIP
+            'source'
+
+        Raises:
+            KafkaOptionsError: the table breaks a rule of that use.
+        """
+        if role == self.role:
+            return self
+        if self.role is None and role in ("source", "sink"):
+            if role == "sink":
+                rules.sink_topic(self.topics, self.topic_pattern)
+            check_metadata_columns(self.columns, role=role)
+            rules.other_role_options(self.options, role, _label(self.name, self.topics))
+            return dataclasses.replace(self, role=role)
+        return KafkaTableSpec.from_options(
+            self.options,
+            columns=self.columns,
+            primary_key=self.primary_key,
+            role=role,
+            name=self.name,
         )
 
     @property
@@ -416,6 +469,34 @@ def _discovery_interval(opts: Mapping[str, str], interval: int | None) -> int | 
     return interval
 
 
+def _label(name: str | None, topics: tuple[str, ...]) -> str:
+    return name or ",".join(topics)
+
+
+def _value_format(parsed: Mapping[str, Any], connector: str) -> tuple[str, str]:
+    """The value format's name and the key that declared it: 'format' wins over 'value.format'
+    when both are set (Flink reads 'format' first); 'upsert-kafka' has only 'value.format'."""
+    fmt, value = parsed["format"], parsed["value.format"]
+    if fmt is not None and value is not None and fmt != value:
+        rules.warn(
+            f"Option 'value.format' ('{value}') has no effect: 'format' ('{fmt}') is also set "
+            f"and wins, as in Flink.",
+            "value.format",
+            "format",
+        )
+    if fmt is not None:
+        return fmt, "format"
+    if value is not None:
+        return value, "value.format"
+    if connector == UPSERT_KAFKA:
+        raise KafkaOptionsError(
+            "The 'upsert-kafka' connector requires 'value.format'.", keys=("value.format",)
+        )
+    raise KafkaOptionsError(
+        "One of 'format' or 'value.format' is required.", keys=("format", "value.format")
+    )
+
+
 def _partitioner_class(option: str) -> type | None:
     """The user partitioner class ``sink.partitioner`` names (imported and checked), if any."""
     name = option.strip()
@@ -426,5 +507,12 @@ def _strip(name: str, prefix: str) -> str:
     return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
-def _offsets(opts: Mapping[str, str], key: str) -> dict[int, int] | None:
-    return parse_specific_offsets(key, opts[key]) if key in opts else None
+def _offsets(
+    opts: Mapping[str, str], uses: tuple[str, ...], mode: Any, enum: Any
+) -> dict[int, int] | None:
+    """The offsets of a ``specific-offsets`` mode; read only when that mode is selected (as in
+    Flink, an unselected mode's offsets are ignored: they were warned about)."""
+    key = f"scan.{'startup' if enum is StartupMode else 'bounded'}.specific-offsets"
+    if "source" not in uses or mode != enum.SPECIFIC_OFFSETS:
+        return None
+    return parse_specific_offsets(key, opts[key])

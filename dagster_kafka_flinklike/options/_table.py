@@ -52,6 +52,17 @@ class DeliveryGuarantee(StrEnum):
     EXACTLY_ONCE = "exactly-once"
 
 
+class TransactionNamingStrategy(StrEnum):
+    """``sink.transaction-naming-strategy``: how an exactly-once sink names its transactions.
+
+    ``POOLING`` reuses a small set of transactional ids (here: one stable id per asset);
+    ``INCREMENTING`` (Flink's default) opens a new id per checkpoint and is refused here.
+    """
+
+    INCREMENTING = "INCREMENTING"
+    POOLING = "POOLING"
+
+
 class ValueFieldsInclude(StrEnum):
     """``value.fields-include``: whether key fields are also written into the value."""
 
@@ -145,6 +156,27 @@ def parse_enum(enum: type[Enum]) -> Callable[[str, str], Any]:
     return parse
 
 
+def parse_semantic(key: str, text: str) -> DeliveryGuarantee:
+    """The legacy ``sink.semantic``: a delivery guarantee in any case, '-' or '_' alike.
+
+    Flink reads it as ``DeliveryGuarantee.valueOf(text.upper().replace('-', '_'))``.
+
+    Example:
+        >>> parse_semantic("sink.semantic", "EXACTLY_ONCE").value
+        'exactly-once'
+    """
+    wanted = text.strip().upper().replace("-", "_")
+    for member in DeliveryGuarantee:
+        if member.name == wanted:
+            return member
+    allowed = ", ".join(f"'{m.value}'" for m in DeliveryGuarantee)
+    raise KafkaOptionsError(
+        f"Invalid value for option '{key}': {text[:60]!r}. Allowed values are {allowed} (or "
+        f"their Java names, e.g. 'EXACTLY_ONCE').",
+        keys=(key,),
+    )
+
+
 def parse_string(key: str, text: str) -> str:
     """Accept any string."""
     return text
@@ -171,7 +203,9 @@ class ConfigOption:
     """One connector option: its Flink key, type, default and what it means.
 
     ``prefix=True`` declares a family of keys (``properties.*``). ``connectors`` lists the
-    connectors that accept the option; ``section`` groups it on the reference page.
+    connectors that accept the option; ``roles`` the uses of a table it acts in (an option of
+    the other use is accepted with a warning, as Flink ignores it); ``section`` groups it on the
+    reference page.
 
     Example:
         >>> ConfigOption("topic", "String", None, "Topic to read.").key
@@ -184,7 +218,6 @@ class ConfigOption:
     description: str
     parse: Callable[[str, str], Any] = parse_string
     prefix: bool = False
-    deprecated_keys: tuple[str, ...] = ()
     roles: tuple[str, ...] = ("source", "sink")
     connectors: tuple[str, ...] = CONNECTORS
     section: str = "General"
@@ -213,8 +246,10 @@ OPTIONS: tuple[ConfigOption, ...] = (
          "Any Kafka client setting, prefix removed and passed to librdkafka (Java client names "
          "translated; see 'Kafka client properties').", prefix=True),
     _opt("format", "String", None,
-         "Format of the record value: json, csv or raw. 'format' or 'value.format' is required."),
-    _opt("value.format", "String", None, "Format of the record value; wins over 'format'."),
+         "Format of the record value: json, csv or raw. 'format' or 'value.format' is required; "
+         "'format' wins when both are set, as in Flink.", connectors=(KAFKA,)),
+    _opt("value.format", "String", None,
+         "Format of the record value (required by 'upsert-kafka', which has no 'format')."),
     _opt("key.format", "String", None,
          "Format of the record key: json, csv or raw. Required by 'upsert-kafka'."),
     _opt("key.fields", "List<String>", "",
@@ -247,7 +282,11 @@ OPTIONS: tuple[ConfigOption, ...] = (
          "Stop timestamp (epoch ms) for bounded 'timestamp' mode.", parse=parse_long, **_SRC),
     _opt("scan.topic-partition-discovery.interval", "Duration", "5 min",
          "How often the discovery sensor looks for new topics/partitions; <= 0 disables.",
-         parse=parse_duration_ms, **_KSRC),
+         parse=parse_duration_ms, **_SRC),
+    _opt("scan.parallelism", "Integer", None,
+         "Read with at least this many Spark tasks (large offset ranges are cut to get them); "
+         "with the streaming asset's 'min_splits' the larger of the two applies.",
+         parse=parse_int, **_SRC),
     _opt("scan.header-filter", "String", None,
          "Keep records by header, e.g. 'depart:toy|depart:book&!env:test' (left to right, no "
          "parentheses).", **_KSRC),
@@ -257,11 +296,18 @@ OPTIONS: tuple[ConfigOption, ...] = (
          "default (murmur2 of the key, as Java), fixed, round-robin, or a Python class path.",
          roles=("sink",), section="Sink", connectors=(KAFKA,)),
     _opt("sink.delivery-guarantee", "Enum", "at-least-once",
-         "none, at-least-once or exactly-once (Kafka transactions). The older 'sink.semantic' "
-         "is read when this is absent.", parse=parse_enum(DeliveryGuarantee),
-         deprecated_keys=("sink.semantic",), **_SNK),
+         "none, at-least-once or exactly-once (Kafka transactions).",
+         parse=parse_enum(DeliveryGuarantee), **_SNK),
+    _opt("sink.semantic", "String", None,
+         "Deprecated form of 'sink.delivery-guarantee' (also EXACTLY_ONCE-style spellings); when "
+         "set it wins over 'sink.delivery-guarantee', as in Flink.", parse=parse_semantic,
+         roles=("sink",), section="Sink", connectors=(KAFKA,)),
     _opt("sink.transactional-id-prefix", "String", None,
          "Prefix of the stable transactional ids; required by exactly-once.", **_SNK),
+    _opt("sink.transaction-naming-strategy", "Enum", "POOLING",
+         "How exactly-once names its transactions: POOLING reuses one stable id per asset, so "
+         "ids do not grow with the runs. INCREMENTING is refused (see Departures).",
+         parse=parse_enum(TransactionNamingStrategy), **_SNK),
     _opt("sink.parallelism", "Integer", None, "Number of Spark tasks that write.",
          parse=parse_int, **_SNK),
     _opt("sink.buffer-flush.max-rows", "Integer", "0",
@@ -293,24 +339,14 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "partition.strategy": "use 'sink.partitioner'",
     "sink.tableId-to-topic.mapping": "CDC table routing is not supported; use one table per topic",
     "type": "use 'connector'",
-    "scan.parallelism": "read tasks are planned from offset ranges (one or more per partition)",
 }
 
 
-def _build_index() -> dict[str, ConfigOption]:
-    index: dict[str, ConfigOption] = {}
-    for option in OPTIONS:
-        index[option.key] = option
-        for old in option.deprecated_keys:
-            index[old] = option
-    return index
-
-
-_BY_KEY = _build_index()
+_BY_KEY = {option.key: option for option in OPTIONS}
 
 
 def find_option(key: str) -> ConfigOption | None:
-    """The declared option for a key (exact, deprecated or prefix family), or None."""
+    """The declared option for a key (exact or prefix family), or None."""
     if key in _BY_KEY:
         return _BY_KEY[key]
     if key.startswith("properties.") and len(key) > len("properties."):
@@ -343,7 +379,7 @@ def did_you_mean(key: str, candidates: Iterable[str]) -> str:
 
 def unknown_key_error(keys: list[str]) -> KafkaOptionsError:
     """An error naming unknown keys, each with a 'did you mean' hint where one is close."""
-    known = [o.key for o in OPTIONS if not o.prefix] + ["sink.semantic"]
+    known = [o.key for o in OPTIONS if not o.prefix]
     parts = []
     for key in keys:
         reason = unsupported_reason(key)
@@ -358,24 +394,7 @@ def unknown_key_error(keys: list[str]) -> KafkaOptionsError:
     )
 
 
-_SEMANTIC_SPELLINGS = {"exactly_once": "exactly-once", "at_least_once": "at-least-once"}
-
-
-def parse_value(option: ConfigOption, key: str, options: Mapping[str, str]) -> Any:
-    """The parsed value of ``key`` in ``options``, or of the option's default when absent.
-
-    A deprecated key is read when the current key is absent; the legacy ``sink.semantic``
-    also accepts Java's ``EXACTLY_ONCE``-style spellings.
-    """
-    text = options.get(key)
-    if text is None:
-        for old in option.deprecated_keys:
-            if old in options:
-                key, text = old, options[old]
-                text = _SEMANTIC_SPELLINGS.get(text.strip().lower(), text)
-                break
-    if text is None:
-        text = option.default
-    if text is None:
-        return None
-    return option.parse(key, text)
+def parse_value(option: ConfigOption, options: Mapping[str, str]) -> Any:
+    """The parsed value of ``option`` in ``options``, or of its default when absent."""
+    text = options.get(option.key, option.default)
+    return None if text is None else option.parse(option.key, text)

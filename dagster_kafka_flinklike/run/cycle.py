@@ -26,7 +26,7 @@ from .batches import OffsetRanges, replay_plan
 from .commit import commit_group_offsets, next_checkpoint
 from .decode import DecodedTable, decode_table
 from .dirty import DirtyData, apply_dirty_policy
-from .plan import pending_records, plan_table
+from .plan import pending_records, plan_table, read_min_splits
 from .read import read_table
 from .tables import KafkaClients, ResolvedTable, resolve_table
 from .windows import TimeWindow, check_retention, window_ranges, window_spec
@@ -70,7 +70,8 @@ class StreamingRun:
         sink: the Kafka sink table, if the run writes to one.
         asset_name: names the stable transactional id of an exactly-once sink.
         max_records_per_split: ranges larger than this are split over several Spark tasks.
-        min_splits: read with at least this many Spark tasks (large ranges are cut to get them).
+        min_splits: read each source with at least this many Spark tasks (large ranges are cut
+            to get them); a source's ``scan.parallelism``, when larger, wins for that source.
         window: read the sources' records whose timestamps lie in this time window instead of
             resuming from a checkpoint; such a run records no checkpoint and commits no offsets
             to the consumer groups (also not in an exactly-once transaction).
@@ -110,14 +111,20 @@ class StreamingRun:
         the checkpoint (it then neither reads nor moves the checkpoint or the group offsets)."""
         return self.window is not None or self.ranges is not None
 
-    def resolve(self, spec: KafkaTableSpec, name: str | None = None) -> ResolvedTable:
-        """``spec`` resolved against the run's connection defaults."""
-        if spec is self.sink and self._sink_table is not None:
+    def resolve(
+        self, spec: KafkaTableSpec, name: str | None = None, *, writing: bool = False
+    ) -> ResolvedTable:
+        """``spec`` resolved against the run's connection defaults, checked for its use here
+        (:meth:`~dagster_kafka_flinklike.options.KafkaTableSpec.for_role`): the run's sink and
+        tables it writes as sinks, the others as sources."""
+        is_sink = spec is self.sink
+        if is_sink and self._sink_table is not None:
             return self._sink_table
-        if self.window is not None and spec is not self.sink:
-            spec = window_spec(spec, self.window)
-        table = resolve_table(spec, self.defaults, name)
-        if spec is self.sink:
+        used = spec.for_role("sink" if is_sink or writing else "source")
+        if self.window is not None and not is_sink:
+            used = window_spec(used, self.window)
+        table = resolve_table(used, self.defaults, name)
+        if is_sink:
             self._sink_table = table
         return table
 
@@ -139,13 +146,14 @@ class StreamingRun:
         self.begin()
         table = self.resolve(spec, name)
         admin = self.clients.admin(table)
+        min_splits = read_min_splits(table.spec, self.min_splits)
         if self.ranges is not None:
             plan = replay_plan(
                 table,
                 admin,
                 self.ranges.get(name, {}),
                 max_records_per_split=self.max_records_per_split,
-                min_splits=self.min_splits,
+                min_splits=min_splits,
             )
         else:
             plan = plan_table(
@@ -155,7 +163,7 @@ class StreamingRun:
                 transaction=None if self.replaying else self.transaction,
                 sink=self._sink_table,
                 max_records_per_split=self.max_records_per_split,
-                min_splits=self.min_splits,
+                min_splits=min_splits,
             )
         notes = dict(plan.resets)
         if self.window is not None:
@@ -178,7 +186,7 @@ class StreamingRun:
         """
         if spec is self.sink:
             self.begin()
-        table = self.resolve(spec, self.asset_name if spec is self.sink else None)
+        table = self.resolve(spec, self.asset_name if spec is self.sink else None, writing=True)
         transaction = self.transaction if spec is self.sink else None
         dirty = [read.dirty for read in self.sources.values()]
         self.write_result = write_table(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import KafkaOptionsError
+from ..options import KafkaTableSpec
 from ..sink.transactional import TransactionalSink
 from ..source._admin import KafkaAdmin
 from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan, plan_source
@@ -114,6 +115,21 @@ def plan_table(
         max_records_per_split=max_records_per_split,
         min_splits=min_splits,
     )
+
+
+def read_min_splits(spec: KafkaTableSpec, min_splits: int | None) -> int | None:
+    """The fewest Spark tasks that read ``spec`` in a run: the larger of the run's
+    ``min_splits`` and the table's ``scan.parallelism`` (both are minimums), or None.
+
+    Example:
+        >>> orders = KafkaTableSpec.from_options(
+        ...     {"connector": "kafka", "topic": "orders", "format": "json",
+        ...      "scan.startup.mode": "earliest-offset", "scan.parallelism": "4"})
+        >>> read_min_splits(orders, None), read_min_splits(orders, 8)
+        (4, 8)
+    """
+    wanted = [n for n in (min_splits, spec.scan_parallelism) if n is not None]
+    return max(wanted) if wanted else None
 
 
 def pending_records(

@@ -11,11 +11,12 @@ belong to earlier windows (they are counted as late, not read twice).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..errors import OffsetsError
+from ..errors import KafkaOptionsWarning, OffsetsError
 from ..options import KafkaTableSpec
 from ..source._admin import KafkaAdmin
 from ..source.enumerator import SourcePlan, reset_strategy
@@ -80,13 +81,15 @@ def window_spec(spec: KafkaTableSpec, window: TimeWindow) -> KafkaTableSpec:
         options["scan.startup.timestamp-millis"] = str(window.start_ms)
     options["scan.bounded.mode"] = "timestamp"
     options["scan.bounded.timestamp-millis"] = str(window.stop_ms)
-    return KafkaTableSpec.from_options(
-        options,
-        columns=spec.columns,
-        primary_key=spec.primary_key,
-        role=spec.role,
-        name=spec.name,
-    )
+    with warnings.catch_warnings():  # the table's own options were warned about when declared
+        warnings.simplefilter("ignore", KafkaOptionsWarning)
+        return KafkaTableSpec.from_options(
+            options,
+            columns=spec.columns,
+            primary_key=spec.primary_key,
+            role=spec.role,
+            name=spec.name,
+        )
 
 
 def check_retention(

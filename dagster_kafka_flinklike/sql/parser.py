@@ -8,8 +8,9 @@ runs them); only the tables they read are picked out.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
-from ..errors import FlinkSqlError, KafkaOptionsError
+from ..errors import FlinkSqlError, KafkaOptionsError, KafkaOptionsWarning
 from ..options import CONNECTORS, Column, FlinkTypeError, KafkaTableSpec, parse_flink_type
 from .lexer import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
 from .queries import query_sources
@@ -464,7 +465,8 @@ def parse_flink_sql(text: str, *, strict: bool = True) -> list[Statement]:
     ``CREATE [TEMPORARY] VIEW name AS query``, ``INSERT INTO|OVERWRITE name query`` and
     ``SET 'key' = 'value'``, separated by ';'. Tables of other connectors parse as
     :class:`CreateTable` with ``supported`` False. A table that is the target of an
-    ``INSERT INTO`` is validated as a sink.
+    ``INSERT INTO`` is validated as a sink, and a table the queries only read as a source
+    (options of the other use are accepted with a ``KafkaOptionsWarning``).
 
     Args:
         text: the script.
@@ -498,7 +500,8 @@ def _resolve(tables: dict[tuple[str, ...], int], qname: tuple[str, ...]) -> int 
 
 
 def _link(parser: _Parser, statements: list[Statement]) -> list[Statement]:
-    """Declare tables once, validate INSERT targets as sinks, and point inserts at them."""
+    """Declare tables once, validate INSERT targets as sinks and tables only read as sources,
+    and point inserts at their targets."""
     out = list(statements)
     tables: dict[tuple[str, ...], int] = {}
     for idx, st in enumerate(out):
@@ -513,6 +516,12 @@ def _link(parser: _Parser, statements: list[Statement]) -> list[Statement]:
             )
             out[idx] = dataclasses.replace(st, error=parser.soft_error)
         tables.setdefault(st.qualified_name, idx)
+    read = {
+        t_idx
+        for st in out
+        for name in getattr(st, "sources", ())
+        if (t_idx := _resolve(tables, tuple(name.split(".")))) is not None
+    }
     for idx, st in enumerate(out):
         if not isinstance(st, InsertInto):
             continue
@@ -521,7 +530,14 @@ def _link(parser: _Parser, statements: list[Statement]) -> list[Statement]:
         if isinstance(table, CreateTable) and table.spec is not None and table.spec.role != "sink":
             parser.soft_error = None
             tok = parser.first_tokens[idx]
-            out[t_idx] = parser.validate(table, tok, role="sink")  # type: ignore[index]
+            with warnings.catch_warnings():
+                if t_idx in read:  # also read: its scan options do take effect
+                    warnings.simplefilter("ignore", KafkaOptionsWarning)
+                out[t_idx] = parser.validate(table, tok, role="sink")  # type: ignore[index]
+    for t_idx in read:
+        table = out[t_idx]
+        if isinstance(table, CreateTable) and table.spec is not None and table.spec.role is None:
+            out[t_idx] = dataclasses.replace(table, spec=table.spec.for_role("source"))
     for idx, st in enumerate(out):
         if isinstance(st, InsertInto):
             t_idx = _resolve(tables, st.qualified_name)

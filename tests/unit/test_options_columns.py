@@ -8,7 +8,7 @@ import pytest
 
 from dagster_kafka_flinklike.options import METADATA, Column, KafkaOptionsError
 
-from .test_options_support import build, expect_error
+from .test_options_support import UPSERT, build, expect_error
 
 PHYSICAL = (Column("id", "BIGINT"), Column("name", "STRING"))
 
@@ -228,10 +228,9 @@ def test_value_prefix_with_all_applies_to_key_columns_too() -> None:
     assert spec.value_field_names == ("id", "name")
 
 
-def test_primary_key_on_a_kafka_table_is_kept() -> None:
+def test_primary_key_columns_are_checked() -> None:
     columns = (*PHYSICAL, Column("part", "BIGINT NOT NULL", metadata_key="partition"))
-    assert build({}, columns=columns, primary_key=("part", "id")).primary_key == ("part", "id")
     with pytest.raises(KafkaOptionsError, match="PRIMARY KEY column\\(s\\) not declared: x"):
-        build({}, columns=columns, primary_key=("x",))
+        build({}, base=UPSERT, columns=columns, primary_key=("x",))
     with pytest.raises(KafkaOptionsError, match="names a column twice"):
-        build({}, columns=columns, primary_key=("id", "id"))
+        build({}, base=UPSERT, columns=columns, primary_key=("id", "id"))

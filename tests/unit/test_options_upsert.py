@@ -53,7 +53,11 @@ def test_basic_upsert_table() -> None:
             "delivery_guarantee",
             DeliveryGuarantee.EXACTLY_ONCE,
         ),
-        ({"value.format": DROP, "format": "json"}, "value_format.name", "json"),
+        (
+            {"scan.topic-partition-discovery.interval": "1 min"},
+            "partition_discovery_interval_ms",
+            60_000,
+        ),
         ({"topic": DROP, "topic-pattern": "totals-.*"}, "topic_pattern", "totals-.*"),
         ({"scan.bounded.mode": "latest-offset"}, "bounded_mode.value", "latest-offset"),
         ({"properties.group.id": "g"}, "group_id", "g"),
@@ -71,7 +75,12 @@ def test_valid_upsert_changes(changes: dict[str, Any], field: str, expected: Any
     ("changes", "keys", "fragment"),
     [
         ({"key.format": DROP}, ("key.format",), "requires 'key.format'"),
-        ({"value.format": DROP}, ("format", "value.format"), "One of 'format' or 'value.format'"),
+        ({"value.format": DROP}, ("value.format",), "requires 'value.format'"),
+        (
+            {"value.format": DROP, "format": "json"},
+            ("format", "connector"),
+            "its value format is set with 'value.format'",
+        ),
         (
             {"key.fields": "region"},
             ("key.fields", "connector"),
@@ -93,11 +102,6 @@ def test_valid_upsert_changes(changes: dict[str, Any], field: str, expected: Any
             "earliest offset",
         ),
         ({"sink.partitioner": "fixed"}, ("sink.partitioner", "connector"), "by their key"),
-        (
-            {"scan.topic-partition-discovery.interval": "1 min"},
-            ("scan.topic-partition-discovery.interval", "connector"),
-            "other connector",
-        ),
         ({"scan.header-filter": "a:b"}, ("scan.header-filter", "connector"), "other connector"),
         (
             {"sink.buffer-flush.max-rows": "10"},
@@ -111,6 +115,11 @@ def test_valid_upsert_changes(changes: dict[str, Any], field: str, expected: Any
         ),
         (
             {"sink.buffer-flush.max-rows": "-1", "sink.buffer-flush.interval": "1 s"},
+            ("sink.buffer-flush.max-rows", "sink.buffer-flush.interval"),
+            "together",
+        ),
+        (
+            {"sink.buffer-flush.max-rows": "0", "sink.buffer-flush.interval": "1 s"},
             ("sink.buffer-flush.max-rows", "sink.buffer-flush.interval"),
             "together",
         ),

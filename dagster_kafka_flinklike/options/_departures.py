@@ -1,0 +1,86 @@
+"""Deliberate departures from Apache Flink's Kafka connector, declared once.
+
+The options reference page lists them (``docs/options.md``, "Departures from Flink"), and the
+rules that refuse a Flink feature this platform cannot honour quote the same reason in their
+error, so the page and the messages never drift apart.
+"""
+
+from __future__ import annotations
+
+#: Why a sink writes to a single topic (Flink also takes a topic list or a pattern on a sink).
+SINK_TOPIC_REASON = (
+    "Flink's topic list or 'topic-pattern' on a sink lets a writable 'topic' metadata column "
+    "choose the topic of each row, and 'topic' metadata is read-only in this project"
+)
+
+#: Why ``sink.transaction-naming-strategy`` = ``INCREMENTING`` is refused.
+INCREMENTING_REASON = (
+    "the exactly-once sink keeps one stable transactional id per asset, so each run's "
+    "init_transactions fences the run before it and aborts its open transaction before any "
+    "offset is read; an id that grows with every run would leave a crashed run's transaction "
+    "open (blocking read_committed readers until it times out). 'POOLING' reuses ids as this "
+    "sink does"
+)
+
+#: Every departure, one Markdown bullet each, in the order the reference page lists them.
+DEPARTURES: tuple[str, ...] = (
+    "`properties.bootstrap.servers` may be omitted: a Dagster `KafkaResource` supplies it at run "
+    "time.",
+    "Every run is bounded: `scan.bounded.mode` = `unbounded` (the default) reads up to the end of "
+    "the log as it was when the run was planned. The offsets of the last successful "
+    "materialization (the checkpoint) take priority over `scan.startup.mode`, as Flink's "
+    "checkpoint does.",
+    "Options are validated when the definitions load, before a query uses the table, so a table "
+    "declared without a role (`KafkaTableSpec.from_options(..., role=None)`, and every Flink SQL "
+    "`CREATE TABLE`, checked before its `INSERT`s are known) must be valid both as a source and "
+    "as a sink; Flink checks a table only for the way a query uses it. Once the use is known "
+    "(`role='source'` / `role='sink'`, the tables of a streaming asset or an IO manager, a Flink "
+    "SQL `INSERT` target or a table the queries only read), only that use's rules apply, and "
+    "options of the other use are accepted with a `KafkaOptionsWarning`, as Flink ignores them.",
+    "Options Flink accepts but ignores (offsets or timestamps of a startup / bounded mode that "
+    "is not selected, `sink.transactional-id-prefix` without exactly-once, `value.format` beside "
+    "a different `format`, a topic named twice, a partition named twice in specific offsets, "
+    "where the last wins) are accepted with a `KafkaOptionsWarning` naming the option.",
+    "`properties.group.id` defaults to `KafkaSource-<table name>`, so a source without it still "
+    "commits its offsets to a group after each run (for monitoring, and in the exactly-once "
+    "transaction) and can start from `group-offsets`; Flink leaves the group unset and then "
+    "disables offset commits.",
+    "Stricter than Flink: a WITH clause that sets a key twice, a topic name Kafka would reject, "
+    "and numbers outside Java's int/long range are errors.",
+    f"A sink table (`role='sink'`) writes to exactly one `topic`: {SINK_TOPIC_REASON}.",
+    "`sink.transaction-naming-strategy` defaults to `POOLING` (Flink: `INCREMENTING`); "
+    f"`INCREMENTING` is refused: {INCREMENTING_REASON}.",
+    "`scan.parallelism` is a minimum number of Spark read tasks (Spark's `minPartitions`): large "
+    "offset ranges are cut to reach it, small ones are never merged; with the streaming asset's "
+    "`min_splits` the larger of the two applies.",
+    "Value format options may be written `<format>.x` or `value.<format>.x` whichever of "
+    "`format` / `value.format` declared the format (Flink ties each spelling to one of the keys).",
+    "`value.fields-prefix` (a vendor option) requires every value column to carry the prefix.",
+    "`scan.startup.mode` = `specific-offsets`: unlisted partitions start at the group's committed "
+    "offset, else as `properties.auto.offset.reset` says, else at the earliest offset; "
+    "`scan.bounded.mode` = `specific-offsets` stops unlisted partitions at the end of the log.",
+    "An explicit partition set (Flink's DataStream `setPartitions`) is a Python argument of the "
+    "planner, not a table option.",
+    "`sink.partitioner` takes a Python class path (a `KafkaPartitioner`) instead of a Java class; "
+    "a class that cannot be loaded is an error when the table is declared.",
+    "Spark rows carry no Flink RowKind: a DataFrame written to an `upsert-kafka` sink may carry a "
+    "`__row_kind` column with Flink's short strings (`+I`, `-U`, `+U`, `-D`); `-D` is written as "
+    "a tombstone, `-U` is dropped, and rows without it are upserts.",
+    "`upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are "
+    "rejected for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.",
+    "The dirty-data options of the vendor's YAML data ingestion (`ingestion.ignore-errors`, "
+    "`ingestion.error-tolerance.max-count`) apply to every table here, SQL tables included; "
+    "`ingestion.dead-letter.topic` is this project's own addition.",
+    "Client properties are librdkafka's: Java client settings are translated where librdkafka "
+    'has an equivalent, and rejected (naming the option) where it has none (see "Kafka client '
+    'properties"). JKS truststores and keystores cannot be read: use PEM files (a PKCS#12 '
+    "keystore works).",
+    "TIME columns are carried as Spark STRING (Spark has no TIME type); TIMESTAMP maps to Spark "
+    "TIMESTAMP_NTZ and TIMESTAMP_LTZ to Spark TIMESTAMP.",
+    "`raw.charset` takes the charsets Spark decodes and encodes (UTF-8, US-ASCII, ISO-8859-1, "
+    "UTF-16, UTF-16BE, UTF-16LE, UTF-32, in any spelling Python knows); others are rejected when "
+    "the table is declared, where Flink takes any Java charset.",
+    "Flink SQL: reserved words may be used unquoted as column names where unambiguous; an empty "
+    "column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Query text is kept "
+    "as written and run by Spark SQL.",
+)
