@@ -59,7 +59,7 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
             frames[name] = frame
         try:
             insert.run_query(spark, frames).schema  # noqa: B018 (analysis happens here)
-        except Exception as exc:  # noqa: BLE001 (Spark's analysis errors, reported per insert)
+        except Exception as exc:  # Spark's analysis errors, reported per insert
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             problems.append(f"INSERT INTO {insert.name} (line {insert.line}): {first}")
     return problems
@@ -93,7 +93,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dagster import DagsterInstance, materialize
+    from dagster import AssetsDefinition, DagsterInstance, materialize
 
     from ..components.flink_sql import build_flink_sql_definitions
     from ..local import default_home, ensure_local_kafka
@@ -112,11 +112,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     home = default_home() / "sql" / path.stem
     home.mkdir(parents=True, exist_ok=True)
     bootstrap = ensure_local_kafka()
-    print(
-        f"Kafka: {bootstrap} "
-        f"({'KAFKA_BOOTSTRAP_SERVERS' if os.environ.get('KAFKA_BOOTSTRAP_SERVERS') else 'embedded'})"
-    )
-    assets = [a for a in defs.assets if a.is_materializable]
+    where = "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") else "embedded"
+    print(f"Kafka: {bootstrap} ({where})")
+    assets = [
+        a for a in defs.assets or () if isinstance(a, AssetsDefinition) and a.is_materializable
+    ]
     with DagsterInstance.local_temp(tempdir=str(home)) as instance:
         try:
             result = materialize(

@@ -48,7 +48,8 @@ def spark(query: str) -> str:
             "SELECT (CASE WHEN s RLIKE 'a(b)' THEN regexp_extract(s, 'a(b)', 0) END)",
         ),
         (
-            "SELECT TUMBLE_START(ts, INTERVAL '1' HOUR) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' HOUR)",
+            "SELECT TUMBLE_START(ts, INTERVAL '1' HOUR) FROM t "
+            "GROUP BY TUMBLE(ts, INTERVAL '1' HOUR)",
             "SELECT window(ts, '3600000 milliseconds').start FROM t GROUP BY "
             "window(ts, '3600000 milliseconds')",
         ),
