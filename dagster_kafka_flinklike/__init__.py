@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TransactionTimeoutCheck,
         build_kafka_asset_checks,
     )
+    from .components import build_flink_sql_definitions
     from .errors import (
         DeliveryError,
         DeserializationError,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
         build_kafka_new_data_sensor,
     )
     from .spark import SparkResource
-    from .sql import parse_flink_sql
+    from .sql import FlinkSqlPipeline, parse_flink_sql, plan_flink_sql
     from .state import OffsetsCheckpoint
     from .translator import KafkaTranslator, build_kafka_source_assets
 
@@ -100,6 +101,9 @@ _EXPORTS = {
     "kafka_streaming_asset": ".asset_decorator",
     "kafka_table_metadata": ".io_manager",
     "parse_flink_sql": ".sql",
+    "plan_flink_sql": ".sql",
+    "FlinkSqlPipeline": ".sql",
+    "build_flink_sql_definitions": ".components",
 }
 
 __all__ = [
@@ -112,6 +116,7 @@ __all__ = [
     "DirtyDataCheck",
     "EmbeddedKafkaError",
     "FlinkSqlError",
+    "FlinkSqlPipeline",
     "HangingTransactionsCheck",
     "KafkaAssetCheck",
     "KafkaClientError",
@@ -134,6 +139,7 @@ __all__ = [
     "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",
+    "build_flink_sql_definitions",
     "build_kafka_asset_checks",
     "build_kafka_discovery_sensor",
     "build_kafka_discovery_sensors",
@@ -142,6 +148,7 @@ __all__ = [
     "kafka_streaming_asset",
     "kafka_table_metadata",
     "parse_flink_sql",
+    "plan_flink_sql",
 ]
 
 

@@ -12,6 +12,7 @@ unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka 
 
 import os
 from datetime import timedelta
+from pathlib import Path
 
 from dagster import (
     AssetSelection,
@@ -36,6 +37,7 @@ from dagster_kafka_flinklike import (
     build_kafka_source_assets,
     kafka_streaming_asset,
 )
+from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
 from dagster_kafka_flinklike.spark import local_spark_config
 
@@ -102,6 +104,14 @@ kafka_health = define_asset_job(
     selection=AssetSelection.checks_for_assets(channel_revenue, channel_revenue_hourly),
 )
 
+#: The same orders as a Flink SQL job (tables as DDL, an INSERT INTO with a tumbling window):
+#: one hourly-partitioned asset, ``channel_revenue_10min``, reading the topic asset above.
+orders_sql = build_flink_sql_definitions(
+    Path(__file__).with_name("orders_pipeline.sql"),
+    partitions_def=HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=1),
+    include_source_assets=False,
+)
+
 defs = Definitions(
     # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
     assets=[
@@ -122,3 +132,4 @@ defs = Definitions(
         "pyspark": SparkResource(spark_config=spark_config()),
     },
 )
+defs = Definitions.merge(defs, orders_sql)

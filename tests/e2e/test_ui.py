@@ -189,7 +189,12 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
         assert backfill_run["status"] == "SUCCESS"
 
         nodes = {tuple(n["assetKey"]["path"]): n for n in ui.gql(GRAPH)["assetNodes"]}
-        assert set(nodes) == {("orders",), ("channel_revenue",), ("channel_revenue_hourly",)}
+        assert set(nodes) == {
+            ("orders",),
+            ("channel_revenue",),
+            ("channel_revenue_hourly",),
+            ("channel_revenue_10min",),
+        }
         topic = nodes[("orders",)]
         assert topic["kinds"] == ["kafka"] and topic["isObservable"]
         revenue = nodes[("channel_revenue",)]
