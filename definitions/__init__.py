@@ -104,13 +104,16 @@ kafka_health = define_asset_job(
     selection=AssetSelection.checks_for_assets(channel_revenue, channel_revenue_hourly),
 )
 
+
 #: The same orders as a Flink SQL job (tables as DDL, an INSERT INTO with a tumbling window):
 #: one hourly-partitioned asset, ``channel_revenue_10min``, reading the topic asset above.
-orders_sql = build_flink_sql_definitions(
-    Path(__file__).with_name("orders_pipeline.sql"),
-    partitions_def=HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=1),
-    include_source_assets=False,
-)
+def orders_sql() -> Definitions:
+    return build_flink_sql_definitions(
+        Path(__file__).with_name("orders_pipeline.sql"),
+        partitions_def=HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=1),
+        include_source_assets=False,
+    )
+
 
 defs = Definitions(
     # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
@@ -132,4 +135,4 @@ defs = Definitions(
         "pyspark": SparkResource(spark_config=spark_config()),
     },
 )
-defs = Definitions.merge(defs, orders_sql)
+defs = Definitions.merge(defs, orders_sql())
