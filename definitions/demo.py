@@ -19,7 +19,7 @@ from typing import Any
 BATCH_SIZE = int(os.environ.get("DEMO_BATCH_SIZE", "500"))
 #: Malformed orders in every batch: the source skips and counts them (dirty data).
 DIRTY_PER_BATCH = 3
-TOPICS = {"orders": 3, "channel_revenue": 3, "channel_revenue_hourly": 3}
+TOPICS = {"orders": 3, "channel_revenue": 3, "channel_revenue_hourly": 3, "large_orders": 3}
 
 
 def _ensure_topics(bootstrap: str) -> None:

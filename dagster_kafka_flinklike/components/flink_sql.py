@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetsDefinition,
     AssetSelection,
+    BackfillPolicy,
     Definitions,
     JobDefinition,
     PartitionsDefinition,
     TimeWindowPartitionsDefinition,
-    UnresolvedAssetJobDefinition,
     define_asset_job,
 )
 
@@ -28,7 +28,12 @@ from ..asset_decorator import kafka_streaming_asset
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
-from ..translator import KafkaTranslator, build_kafka_source_assets
+from ..translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
 __all__ = ["build_flink_sql_definitions", "partition_period"]
 
@@ -76,26 +81,32 @@ def _insert_asset(
     translator: KafkaTranslator,
     options: Mapping[str, Any],
 ) -> AssetsDefinition:
-    key = translator.get_asset_spec(insert.sink).key
     parallelism = pipeline.settings.get("parallelism.default")
     windowed = insert.mode == RunMode.WINDOWS or options.get("partitions_def") is not None
+    # Key, group, owners, tags and metadata as the translator gives the sink's topic asset;
+    # the explicit options win.
+    attributes = streaming_asset_attributes(translator.get_asset_spec(insert.sink))
+    attributes["metadata"] = {
+        **(attributes["metadata"] or {}),
+        "flink_sql/run_mode": insert.mode.value,
+        "flink_sql/line": insert.line,
+    }
+    attributes["tags"] = {**(attributes["tags"] or {}), **(options.get("tags") or {})} or None
+    given = {
+        k: v
+        for k, v in options.items()
+        if v is not None and k != "tags" and (windowed or k != "allowed_lateness")
+    }
 
     @kafka_streaming_asset(
         sources=insert.sources,
         sink=insert.sink,
-        name=key.path[-1],
-        key_prefix=list(key.path[:-1]) or None,
         description=f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "
         f"{insert.mode.value} runs.\n\n{insert.query.text}",
         translator=translator,
         min_splits=int(parallelism) if parallelism else None,
         from_checkpoint=insert.mode == RunMode.INCREMENTAL,
-        metadata={"flink_sql/run_mode": insert.mode.value, "flink_sql/line": insert.line},
-        **{
-            k: v
-            for k, v in options.items()
-            if v is not None and (windowed or k != "allowed_lateness")
-        },
+        **{**attributes, **given},
     )
     def _sql_asset(context: Any, **frames: Any) -> Any:
         spark = next(iter(frames.values())).sparkSession
@@ -116,6 +127,7 @@ def build_flink_sql_definitions(
     spark_resource_key: str = "pyspark",
     tags: Mapping[str, str] | None = None,
     include_source_assets: bool = True,
+    backfill_policy: BackfillPolicy | None = None,
 ) -> Definitions:
     """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
 
@@ -123,7 +135,9 @@ def build_flink_sql_definitions(
     ``group_name`` (else the script's ``SET 'pipeline.name'``); its source topics as external
     observable assets (``include_source_assets``); a job per statement set. With a time-window
     ``partitions_def`` every asset is partitioned by it (window aggregations must fit inside its
-    windows); backfills are single runs, as for Python streaming assets.
+    windows); backfills are single runs, as for Python streaming assets, unless
+    ``backfill_policy`` says otherwise. The translator's spec of each sink table also gives its
+    asset's group (unless ``group_name`` or the script names one), owners, tags and metadata.
 
     Raises:
         FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),
@@ -142,6 +156,7 @@ def build_flink_sql_definitions(
         "kafka_resource_key": kafka_resource_key,
         "spark_resource_key": spark_resource_key,
         "tags": tags,
+        "backfill_policy": backfill_policy,
     }
     assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
     jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
