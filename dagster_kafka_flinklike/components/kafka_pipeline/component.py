@@ -80,19 +80,37 @@ class _Yaml:
         position, _ = self.tree.lookup_closest_and_path(path, None)
         return f"{position.filename}:{position.start.line}"
 
+    def where_in_text(self, path: _Path, line: int) -> str | None:
+        """``file:line`` of line ``line`` of the text (Flink SQL) at ``path``, when known."""
+        position = self.tree.lookup(path) if self.tree is not None else None
+        if position is None:
+            return None
+        try:
+            first = Path(position.filename).read_text().splitlines()[position.start.line - 1]
+        except (OSError, IndexError):
+            return None
+        # A block scalar ('ddl: |') starts on the line after its key; a quoted one on it.
+        block = re.search(r"[|>][-+0-9]*\s*(#.*)?$", first) is not None
+        return f"{position.filename}:{position.start.line + line - (0 if block else 1)}"
+
     @contextmanager
-    def blame(self, path: _Path, what: str) -> Iterator[None]:
+    def blame(self, path: _Path, what: str, sql: _Path | None = None) -> Iterator[None]:
         """Re-raise an option error inside as a :class:`KafkaComponentError` located at
-        ``path`` (or the option it names below it)."""
+        ``path`` (or the option it names below it; or, for a Flink SQL error in the text at
+        ``sql``, its line)."""
         try:
             yield
         except KafkaComponentError:
             raise
         except KafkaOptionsError as exc:
             keys = tuple(exc.keys)
-            named = f", option(s) {', '.join(repr(k) for k in keys)}" if keys else ""
+            location = None
+            if isinstance(exc, FlinkSqlError) and sql is not None:
+                location = self.where_in_text(sql, exc.line)
+            quoted = ", ".join(repr(k) for k in keys)
+            named = f", option{'s' if len(keys) > 1 else ''} {quoted}" if keys else ""
             raise KafkaComponentError(
-                f"{what}{named}: {exc}", location=self.where(path, keys), keys=keys
+                f"{what}{named}: {exc}", location=location or self.where(path, keys), keys=keys
             ) from exc
 
 
@@ -160,7 +178,7 @@ def _resolve_tables(
         resolved = TableModel.model_validate(
             context.at_path(name).resolve_value(table.model_dump())
         )
-        with yaml.blame(path, f"table '{name}'"):
+        with yaml.blame(path, f"table '{name}'", sql=[*path, "ddl"]):
             specs[name] = table_spec(name, resolved, folder)
     return specs
 
@@ -374,7 +392,8 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         if entry.query is not None:
             with yaml.blame(path, entry.label):
                 return [self._query_asset(entry, translator, yaml, path)], []
-        with yaml.blame([*path, "sql" if entry.sql is not None else "sql_file"], entry.label):
+        text = [*path, "sql"] if entry.sql is not None else None
+        with yaml.blame([*path, "sql" if entry.sql is not None else "sql_file"], entry.label, text):
             defs = self._flink_sql_defs(entry, translator, folder)
         assets = [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
         return assets, list(defs.jobs or ())
@@ -446,13 +465,18 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         script: str | Path = (
             entry.sql if entry.sql is not None else Path(folder) / str(entry.sql_file)
         )
-        return build_flink_sql_definitions(
-            script,
-            tables=self.tables,
-            translator=translator,
-            include_source_assets=False,
-            **self._partitioning(entry),
-        )
+        try:
+            return build_flink_sql_definitions(
+                script,
+                tables=self.tables,
+                translator=translator,
+                include_source_assets=False,
+                **self._partitioning(entry),
+            )
+        except FlinkSqlError as exc:
+            if isinstance(script, str):
+                raise
+            raise KafkaOptionsError(f"{script}: {exc}", keys=exc.keys) from exc
 
     def _new_data_sensors(
         self, entry: AssetModel, assets: Sequence[AssetsDefinition]
