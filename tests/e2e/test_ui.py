@@ -189,7 +189,13 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
         assert backfill_run["status"] == "SUCCESS"
 
         nodes = {tuple(n["assetKey"]["path"]): n for n in ui.gql(GRAPH)["assetNodes"]}
-        assert set(nodes) == {("orders",), ("channel_revenue",), ("channel_revenue_hourly",)}
+        assert set(nodes) == {
+            ("orders",),
+            ("channel_revenue",),
+            ("channel_revenue_hourly",),
+            ("large_orders",),  # the YAML component of definitions/defs/
+        }
+        assert nodes[("large_orders",)]["dependencyKeys"] == [{"path": ["orders"]}]
         topic = nodes[("orders",)]
         assert topic["kinds"] == ["kafka"] and topic["isObservable"]
         revenue = nodes[("channel_revenue",)]
@@ -208,7 +214,11 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
             "kafka_late_data",
         }
         sensors = {s["name"] for s in ui.gql(SENSORS)["sensorsOrError"]["results"]}
-        assert sensors == {"orders_partition_discovery", "channel_revenue_new_data"}
+        assert sensors == {
+            "orders_partition_discovery",
+            "channel_revenue_new_data",
+            "large_orders_new_data",
+        }
 
         asset = ui.gql(METADATA, path=["channel_revenue"])["assetOrError"]
         latest = _values(asset["assetMaterializations"][0])

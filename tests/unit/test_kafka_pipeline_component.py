@@ -8,6 +8,7 @@ import textwrap
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -346,3 +347,20 @@ def test_the_schema_refuses_an_entry_that_is_both_query_and_sql() -> None:
     message = load_error(defs_yaml, FILES)
     assert "an asset takes 'query' or 'sql', not both" in message
     assert re.search(r"attributes\.assets\S* at \S+/pipeline/defs\.yaml:\d+", message)
+
+
+def test_the_readme_example_loads() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### YAML Component", 1)[1]
+    defs_yaml = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    files = {
+        "hourly_orders.sql": """\
+            CREATE TABLE hourly_orders (window_start TIMESTAMP(3), orders BIGINT)
+            WITH ('connector' = 'kafka', 'topic' = 'hourly_orders', 'format' = 'json');
+        """
+    }
+    with loaded(defs_yaml, files) as (_, defs, _):
+        keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+        assert keys == {"kafka/orders", "kafka/large_orders", "kafka/hourly_orders"}
+    message = load_error(defs_yaml.replace("earliest-offset", "first"), files)
+    assert "defs.yaml:10: table 'orders', option 'scan.startup.mode'" in message
