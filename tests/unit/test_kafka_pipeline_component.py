@@ -181,7 +181,7 @@ def test_settings_for_resources_keys_and_source_assets() -> None:
     defs_yaml += """\
   kafka:
     bootstrap_servers: "{{ env('DKF_TEST_SERVERS', 'b1:9092') }}"
-    properties: {client.id: yaml}
+    properties: {client.id: yaml, message.max.bytes: "{{ 1000 * 1000 }}"}
   provide_resources: true
   kafka_resource_key: cluster
   spark_resource_key: spark
@@ -189,6 +189,7 @@ def test_settings_for_resources_keys_and_source_assets() -> None:
 """
     with loaded(defs_yaml, FILES) as (component, defs, _):
         assert component.kafka.bootstrap_servers == "b1:9092"
+        assert component.kafka.properties == {"client.id": "yaml", "message.max.bytes": "1000000"}
         assert set(defs.resources or {}) == {"cluster", "spark"}
         keys = {k.to_user_string() for a in defs.assets or [] for k in a.keys}  # type: ignore[union-attr]
         assert keys == {"large_orders", "hourly"}  # 'orders' is only a dependency
@@ -310,6 +311,18 @@ def test_the_component_is_registered_for_dg() -> None:
             "max_ratio: 5",
             "asset 'large_orders', check 'dirty_data', option 'max_ratio'",
             "between 0 and 1",
+        ),
+        (
+            'start: "2026-11-20-00:00"',
+            'start: "yesterday"',
+            "Flink SQL file 'hourly_insert.sql', option 'partitions'",
+            "yesterday",
+        ),
+        (
+            "allowed_lateness: 5 min",
+            "allowed_lateness: soon",
+            "Flink SQL file 'hourly_insert.sql', option 'allowed_lateness'",
+            "'soon'",
         ),
     ],
 )

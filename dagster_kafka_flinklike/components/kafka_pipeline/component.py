@@ -208,8 +208,10 @@ def _default_spark() -> SparkResource:
 
 
 def _resolve_kafka(context: ResolutionContext, kafka: KafkaResource) -> KafkaResource:
-    settings = context.resolve_value(kafka.model_dump(exclude_unset=True))
-    resource: KafkaResource = _shared_resource(KafkaResource, dict(settings))
+    settings = dict(context.resolve_value(kafka.model_dump(exclude_unset=True)))
+    if settings.get("properties"):  # a template may render a number
+        settings["properties"] = {k: str(v) for k, v in settings["properties"].items()}
+    resource: KafkaResource = _shared_resource(KafkaResource, settings)
     return resource
 
 
@@ -389,12 +391,13 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         self, entry: AssetModel, translator: KafkaTranslator, yaml: _Yaml, path: _Path, folder: Path
     ) -> tuple[list[AssetsDefinition], list[JobDefinition | UnresolvedAssetJobDefinition]]:
         """The assets (and statement-set jobs) of one ``assets`` entry."""
-        if entry.query is not None:
-            with yaml.blame(path, entry.label):
-                return [self._query_asset(entry, translator, yaml, path)], []
+        with yaml.blame(path, entry.label):
+            options = self._partitioning(entry)
+            if entry.query is not None:
+                return [self._query_asset(entry, translator, yaml, path, options)], []
         text = [*path, "sql"] if entry.sql is not None else None
         with yaml.blame([*path, "sql" if entry.sql is not None else "sql_file"], entry.label, text):
-            defs = self._flink_sql_defs(entry, translator, folder)
+            defs = self._flink_sql_defs(entry, translator, folder, options)
         assets = [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
         return assets, list(defs.jobs or ())
 
@@ -418,7 +421,12 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         }
 
     def _query_asset(
-        self, entry: AssetModel, translator: KafkaTranslator, yaml: _Yaml, path: _Path
+        self,
+        entry: AssetModel,
+        translator: KafkaTranslator,
+        yaml: _Yaml,
+        path: _Path,
+        options: Mapping[str, Any],
     ) -> AssetsDefinition:
         sources = {
             n: self._table(n, yaml, [*path, "sources", i]) for i, n in enumerate(entry.sources)
@@ -452,7 +460,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             translator=translator,
             from_checkpoint=entry.from_checkpoint,
             **attributes,
-            **self._partitioning(entry),
+            **options,
         )
         def _query(context: Any, **frames: DataFrame) -> DataFrame:
             return self.run_query(context, query, frames)
@@ -460,7 +468,11 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         return _query
 
     def _flink_sql_defs(
-        self, entry: AssetModel, translator: KafkaTranslator, folder: Path
+        self,
+        entry: AssetModel,
+        translator: KafkaTranslator,
+        folder: Path,
+        options: Mapping[str, Any],
     ) -> Definitions:
         script: str | Path = (
             entry.sql if entry.sql is not None else Path(folder) / str(entry.sql_file)
@@ -471,7 +483,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
                 tables=self.tables,
                 translator=translator,
                 include_source_assets=False,
-                **self._partitioning(entry),
+                **options,
             )
         except FlinkSqlError as exc:
             if isinstance(script, str):

@@ -240,7 +240,7 @@ class PartitionsModel(Model):
             )
             return partitions
         except Exception as exc:  # Dagster's own message says what is wrong with the dates
-            raise KafkaOptionsError(f"partitions: {exc}", keys=("start",)) from exc
+            raise KafkaOptionsError(str(exc), keys=("partitions",)) from exc
 
 
 class BackfillPolicyModel(Model):
