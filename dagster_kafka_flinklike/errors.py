@@ -126,6 +126,23 @@ class FlinkSqlError(KafkaOptionsError):
         self.column = column
 
 
+class KafkaComponentError(KafkaOptionsError):
+    """A component's YAML declares something invalid: a table's option, an asset, a check.
+
+    The message starts with where it is (``defs.yaml:12``, the ``location``) and names the table
+    or asset and the option (``keys``); the original error is its ``__cause__``.
+
+    Example:
+        >>> err = KafkaComponentError("bad topic", location="defs.yaml:7", keys=("topic",))
+        >>> str(err)
+        'defs.yaml:7: bad topic'
+    """
+
+    def __init__(self, message: str, *, location: str, keys: tuple[str, ...] = ()) -> None:
+        super().__init__(f"{location}: {message}", keys=keys)
+        self.location = location
+
+
 class KafkaErrorKind(StrEnum):
     """What the connector does about a Kafka client error (see :func:`classify_kafka_error`).
 

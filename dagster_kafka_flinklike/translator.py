@@ -111,6 +111,21 @@ class KafkaTranslator:
         )
 
 
+def streaming_asset_attributes(spec: AssetSpec) -> dict[str, Any]:
+    """What ``@kafka_streaming_asset`` takes from the translated spec of its sink table: the key
+    (as ``name`` and ``key_prefix``), group, owners, tags (kinds aside) and metadata, so a
+    translator that renames, groups or tags topics does the same to the assets writing them."""
+    kinds = "dagster/kind/"
+    return {
+        "name": spec.key.path[-1],
+        "key_prefix": list(spec.key.path[:-1]) or None,
+        "group_name": spec.group_name,
+        "owners": list(spec.owners) or None,
+        "tags": {k: v for k, v in spec.tags.items() if not k.startswith(kinds)} or None,
+        "metadata": dict(spec.metadata) or None,
+    }
+
+
 def _digest(offsets: Mapping[str, int]) -> str:
     text = ",".join(f"{k}={v}" for k, v in sorted(offsets.items()))
     return hashlib.sha1(text.encode()).hexdigest()[:16]

@@ -6,8 +6,12 @@ hanging transactions, consumer lag), an hourly-partitioned streaming asset over 
 (windows of record timestamps, single-run backfills, a late-data check), a scheduled job that
 runs the checks alone, and the partition-discovery and new-data sensors.
 
-Load it with ``dagster dev -w workspace.yaml``. It talks to ``$KAFKA_BOOTSTRAP_SERVERS`` or, when
-unset, to the embedded demo broker started by ``make demo`` / ``dkf local-kafka start``.
+The components under ``definitions/defs/`` (a YAML-declared pipeline, ``large_orders``) are merged
+in, so the same code location is a ``dg`` project: ``dg check defs``, ``dg list defs``, ``dg dev``.
+
+Load it with ``dagster dev -w workspace.yaml`` (or ``dg dev``). It talks to
+``$KAFKA_BOOTSTRAP_SERVERS`` or, when unset, to the embedded demo broker started by ``make demo`` /
+``dkf local-kafka start``.
 """
 
 import os
@@ -20,6 +24,7 @@ from dagster import (
     HourlyPartitionsDefinition,
     ScheduleDefinition,
     define_asset_job,
+    load_from_defs_folder,
 )
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -37,7 +42,6 @@ from dagster_kafka_flinklike import (
     build_kafka_source_assets,
     kafka_streaming_asset,
 )
-from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
 from dagster_kafka_flinklike.spark import local_spark_config
 
@@ -104,35 +108,29 @@ kafka_health = define_asset_job(
     selection=AssetSelection.checks_for_assets(channel_revenue, channel_revenue_hourly),
 )
 
-
-#: The same orders as a Flink SQL job (tables as DDL, an INSERT INTO with a tumbling window):
-#: one hourly-partitioned asset, ``channel_revenue_10min``, reading the topic asset above.
-def orders_sql() -> Definitions:
-    return build_flink_sql_definitions(
-        Path(__file__).with_name("orders_pipeline.sql"),
-        partitions_def=HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=1),
-        include_source_assets=False,
-    )
-
-
-defs = Definitions(
-    # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
-    assets=[
-        channel_revenue,
-        channel_revenue_hourly,
-        *build_kafka_source_assets([channel_revenue, channel_revenue_hourly], group_name="orders"),
-    ],
-    jobs=[kafka_health],
-    schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],
-    sensors=[
-        *build_kafka_discovery_sensors([channel_revenue]),
-        build_kafka_new_data_sensor(
-            channel_revenue, min_pending_records=500, max_pending_age=timedelta(minutes=5)
-        ),
-    ],
-    resources={
-        "kafka": ExampleKafkaResource(),
-        "pyspark": SparkResource(spark_config=spark_config()),
-    },
+#: The Python definitions, and the YAML components of ``definitions/defs/``.
+defs = Definitions.merge(
+    Definitions(
+        # The graph reads topic 'orders' → channel_revenue (which is topic 'channel_revenue').
+        assets=[
+            channel_revenue,
+            channel_revenue_hourly,
+            *build_kafka_source_assets(
+                [channel_revenue, channel_revenue_hourly], group_name="orders"
+            ),
+        ],
+        jobs=[kafka_health],
+        schedules=[ScheduleDefinition(job=kafka_health, cron_schedule="*/15 * * * *")],
+        sensors=[
+            *build_kafka_discovery_sensors([channel_revenue]),
+            build_kafka_new_data_sensor(
+                channel_revenue, min_pending_records=500, max_pending_age=timedelta(minutes=5)
+            ),
+        ],
+        resources={
+            "kafka": ExampleKafkaResource(),
+            "pyspark": SparkResource(spark_config=spark_config()),
+        },
+    ),
+    load_from_defs_folder(path_within_project=Path(__file__).parent),
 )
-defs = Definitions.merge(defs, orders_sql())

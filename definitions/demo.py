@@ -24,6 +24,7 @@ TOPICS = {
     "channel_revenue": 3,
     "channel_revenue_hourly": 3,
     "channel_revenue_10min": 3,
+    "large_orders": 3,
 }
 
 

@@ -1,5 +1,6 @@
-"""Declarative front ends over the Python API: Flink SQL scripts (and YAML) as definitions."""
+"""Declarative front ends over the Python API: Flink SQL scripts and YAML (a Dagster Component)."""
 
 from .flink_sql import build_flink_sql_definitions, partition_period
+from .kafka_pipeline import KafkaPipelineComponent
 
-__all__ = ["build_flink_sql_definitions", "partition_period"]
+__all__ = ["KafkaPipelineComponent", "build_flink_sql_definitions", "partition_period"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetsDefinition,
     AssetSelection,
+    BackfillPolicy,
     Definitions,
     PartitionsDefinition,
     TimeWindowPartitionsDefinition,
@@ -26,7 +27,10 @@ from ..asset_decorator import kafka_streaming_asset
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
-from ..translator import KafkaTranslator, build_kafka_source_assets
+from ..translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
 
 __all__ = ["build_flink_sql_definitions", "partition_period"]
 
@@ -74,26 +78,34 @@ def _insert_asset(
     translator: KafkaTranslator,
     options: Mapping[str, Any],
 ) -> AssetsDefinition:
-    key = translator.get_asset_spec(insert.sink).key
     parallelism = pipeline.settings.get("parallelism.default")
     windowed = insert.mode == RunMode.WINDOWS or options.get("partitions_def") is not None
+    # Key, group, owners, tags and metadata as the translator gives the sink's topic asset;
+    # the explicit options win.
+    attributes = streaming_asset_attributes(translator.get_asset_spec(insert.sink))
+    attributes["metadata"] = {
+        **(attributes["metadata"] or {}),
+        "flink_sql/run_mode": insert.mode.value,
+        "flink_sql/line": insert.line,
+    }
+    attributes["tags"] = {**(attributes["tags"] or {}), **(options.get("tags") or {})} or None
+    # the group: given > the translator's > the script's SET 'pipeline.name'
+    attributes["group_name"] = attributes.get("group_name") or pipeline.name
+    given = {
+        k: v
+        for k, v in options.items()
+        if v is not None and k != "tags" and (windowed or k != "allowed_lateness")
+    }
 
     @kafka_streaming_asset(
         sources=insert.sources,
         sink=insert.sink,
-        name=key.path[-1],
-        key_prefix=list(key.path[:-1]) or None,
         description=f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "
         f"{insert.mode.value} runs.\n\n{insert.query.text}",
         translator=translator,
         min_splits=int(parallelism) if parallelism else None,
         from_checkpoint=insert.mode == RunMode.INCREMENTAL,
-        metadata={"flink_sql/run_mode": insert.mode.value, "flink_sql/line": insert.line},
-        **{
-            k: v
-            for k, v in options.items()
-            if v is not None and (windowed or k != "allowed_lateness")
-        },
+        **{**attributes, **given},
     )
     def _sql_asset(context: Any, **frames: Any) -> Any:
         spark = next(iter(frames.values())).sparkSession
@@ -114,14 +126,17 @@ def build_flink_sql_definitions(
     spark_resource_key: str = "pyspark",
     tags: Mapping[str, str] | None = None,
     include_source_assets: bool = True,
+    backfill_policy: BackfillPolicy | None = None,
 ) -> Definitions:
     """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
 
     One streaming asset per ``INSERT INTO``, named by ``translator`` after its sink table, in
-    ``group_name`` (else the script's ``SET 'pipeline.name'``); its source topics as external
+    ``group_name`` (else the translator's group, else the script's ``SET 'pipeline.name'``); its source topics as external
     observable assets (``include_source_assets``); a job per statement set. With a time-window
     ``partitions_def`` every asset is partitioned by it (window aggregations must fit inside its
-    windows); backfills are single runs, as for Python streaming assets.
+    windows); backfills are single runs, as for Python streaming assets, unless
+    ``backfill_policy`` says otherwise. The translator's spec of each sink table also gives its
+    asset's group (unless ``group_name`` or the script names one), owners, tags and metadata.
 
     Raises:
         FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),
@@ -134,12 +149,13 @@ def build_flink_sql_definitions(
     pipeline = plan_flink_sql(script, tables=tables, windows=partition_period(partitions_def))
     translator = translator or KafkaTranslator()
     options: dict[str, Any] = {
-        "group_name": group_name or pipeline.name,
+        "group_name": group_name,
         "partitions_def": partitions_def,
         "allowed_lateness": allowed_lateness,
         "kafka_resource_key": kafka_resource_key,
         "spark_resource_key": spark_resource_key,
         "tags": tags,
+        "backfill_policy": backfill_policy,
     }
     assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
     jobs: list[Any] = []

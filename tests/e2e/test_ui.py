@@ -193,8 +193,11 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
             ("orders",),
             ("channel_revenue",),
             ("channel_revenue_hourly",),
-            ("channel_revenue_10min",),
+            ("channel_revenue_10min",),  # the Flink SQL component of definitions/defs/
+            ("large_orders",),  # the YAML component of definitions/defs/
         }
+        assert nodes[("large_orders",)]["dependencyKeys"] == [{"path": ["orders"]}]
+        assert nodes[("channel_revenue_10min",)]["dependencyKeys"] == [{"path": ["orders"]}]
         topic = nodes[("orders",)]
         assert topic["kinds"] == ["kafka"] and topic["isObservable"]
         revenue = nodes[("channel_revenue",)]
@@ -213,7 +216,11 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
             "kafka_late_data",
         }
         sensors = {s["name"] for s in ui.gql(SENSORS)["sensorsOrError"]["results"]}
-        assert sensors == {"orders_partition_discovery", "channel_revenue_new_data"}
+        assert sensors == {
+            "orders_partition_discovery",
+            "channel_revenue_new_data",
+            "large_orders_new_data",
+        }
 
         asset = ui.gql(METADATA, path=["channel_revenue"])["assetOrError"]
         latest = _values(asset["assetMaterializations"][0])

@@ -1,0 +1,508 @@
+"""``KafkaPipelineComponent``: Kafka tables and streaming assets declared in a ``defs.yaml``.
+
+The YAML front end over the Python API: tables as Flink options (or Flink SQL DDL) become
+``KafkaTableSpec`` objects when the component loads, each ``assets`` entry becomes
+``@kafka_streaming_asset`` assets (a Spark SQL query, or Flink SQL ``INSERT INTO`` statements
+through :func:`~..flink_sql.build_flink_sql_definitions`), with their checks, partitions,
+sensors, source topics and the ``kafka`` / ``pyspark`` resources.
+
+An invalid declaration fails the load with a :class:`~...errors.KafkaComponentError` that names
+the file and line, the table or asset and the option.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from dagster import (
+    AssetsDefinition,
+    AssetSpec,
+    Definitions,
+    JobDefinition,
+    SensorDefinition,
+)
+from dagster.components import (
+    Component,
+    ComponentLoadContext,
+    Model,
+    ResolutionContext,
+    Resolvable,
+    Resolver,
+    scaffold_with,
+)
+from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
+from pydantic import ConfigDict, Field
+
+from ...asset_decorator import kafka_streaming_asset
+from ...errors import FlinkSqlError, KafkaComponentError, KafkaOptionsError
+from ...options import KafkaTableSpec
+from ...resources import KafkaResource
+from ...sensors import build_kafka_discovery_sensors, build_kafka_new_data_sensor
+from ...spark import SparkResource, local_spark_config
+from ...sql import CreateTable, parse_flink_sql
+from ...translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+from ..flink_sql import build_flink_sql_definitions
+from .scaffolder import KafkaPipelineScaffolder
+from .schema import AssetModel, SensorsModel, TableModel, duration
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
+    from dagster_shared.yaml_utils.source_position import SourcePositionTree
+    from pyspark.sql import DataFrame
+
+__all__ = ["KafkaPipelineComponent"]
+
+_Path = Sequence[str | int]
+
+
+class _Yaml:
+    """Where the parts of a component's YAML are, for messages: ``file:line``."""
+
+    def __init__(self, tree: SourcePositionTree | None) -> None:
+        self.tree = tree
+
+    def where(self, path: _Path, keys: Sequence[str] = ()) -> str:
+        """``file:line`` of the deepest of ``path + [key]`` / ``path + ['options', key]`` found."""
+        if self.tree is None:
+            return "KafkaPipelineComponent attributes"
+        for candidate in [*[[*path, "options", k] for k in keys], *[[*path, k] for k in keys]]:
+            found = self.tree.lookup(candidate)
+            if found is not None:
+                return f"{found.filename}:{found.start.line}"
+        position, _ = self.tree.lookup_closest_and_path(path, None)
+        return f"{position.filename}:{position.start.line}"
+
+    def where_in_text(self, path: _Path, line: int) -> str | None:
+        """``file:line`` of line ``line`` of the text (Flink SQL) at ``path``, when known."""
+        position = self.tree.lookup(path) if self.tree is not None else None
+        if position is None:
+            return None
+        try:
+            first = Path(position.filename).read_text().splitlines()[position.start.line - 1]
+        except (OSError, IndexError):
+            return None
+        # A block scalar ('ddl: |') starts on the line after its key; a quoted one on it.
+        block = re.search(r"[|>][-+0-9]*\s*(#.*)?$", first) is not None
+        return f"{position.filename}:{position.start.line + line - (0 if block else 1)}"
+
+    @contextmanager
+    def blame(self, path: _Path, what: str, sql: _Path | None = None) -> Iterator[None]:
+        """Re-raise an option error inside as a :class:`KafkaComponentError` located at
+        ``path`` (or the option it names below it; or, for a Flink SQL error in the text at
+        ``sql``, its line)."""
+        try:
+            yield
+        except KafkaComponentError:
+            raise
+        except KafkaOptionsError as exc:
+            keys = tuple(exc.keys)
+            location = None
+            if isinstance(exc, FlinkSqlError) and sql is not None:
+                location = self.where_in_text(sql, exc.line)
+            quoted = ", ".join(repr(k) for k in keys)
+            named = f", option{'s' if len(keys) > 1 else ''} {quoted}" if keys else ""
+            raise KafkaComponentError(
+                f"{what}{named}: {exc}", location=location or self.where(path, keys), keys=keys
+            ) from exc
+
+
+def _component_folder(context: ResolutionContext) -> Path:
+    """The folder of the ``defs.yaml`` being resolved (files are relative to it)."""
+    from dagster.components.core.context import RESOLUTION_CONTEXT_STASH_KEY
+
+    load_context = context.stash.get(RESOLUTION_CONTEXT_STASH_KEY)
+    path = getattr(load_context, "path", None)
+    return Path(path) if path is not None else Path.cwd()
+
+
+def _ddl_table(name: str, text: str) -> KafkaTableSpec:
+    tables = [s for s in parse_flink_sql(text) if isinstance(s, CreateTable)]
+    found = [t for t in tables if t.name == name]
+    if not found:
+        declared = ", ".join(repr(t.name) for t in tables) or "none"
+        raise KafkaOptionsError(
+            f"the Flink SQL declares no CREATE TABLE {name} (tables declared: {declared}); name "
+            f"the entry like its table."
+        )
+    if found[0].spec is None:
+        raise KafkaOptionsError(
+            f"CREATE TABLE {name} uses connector {found[0].connector!r}; a Kafka pipeline reads "
+            f"and writes 'kafka' and 'upsert-kafka' tables.",
+            keys=("connector",),
+        )
+    return found[0].spec
+
+
+def table_spec(name: str, table: TableModel, folder: Path) -> KafkaTableSpec:
+    """The validated spec of one ``tables`` entry (``sql_file`` relative to ``folder``).
+
+    Raises:
+        KafkaOptionsError: an invalid option, column or DDL (FlinkSqlError, with its line).
+    """
+    if table.options is not None:
+        return KafkaTableSpec.from_options(
+            table.options,
+            columns=[c.model_dump(exclude_unset=True) for c in table.columns],
+            primary_key=table.primary_key,
+            name=name,
+        )
+    if table.ddl is not None:
+        return _ddl_table(name, table.ddl)
+    path = folder / str(table.sql_file)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KafkaOptionsError(f"cannot read sql_file {str(path)!r}: {exc}") from exc
+    try:
+        return _ddl_table(name, text)
+    except FlinkSqlError as exc:
+        raise KafkaOptionsError(f"{path}: {exc}", keys=exc.keys) from exc
+
+
+def _resolve_tables(
+    context: ResolutionContext, tables: Mapping[str, TableModel]
+) -> dict[str, KafkaTableSpec]:
+    yaml = _Yaml(context.source_position_tree)
+    folder = _component_folder(context)
+    specs: dict[str, KafkaTableSpec] = {}
+    for name, table in tables.items():
+        path = [*context.path, name]
+        resolved = TableModel.model_validate(
+            context.at_path(name).resolve_value(table.model_dump())
+        )
+        with yaml.blame(path, f"table '{name}'", sql=[*path, "ddl"]):
+            specs[name] = table_spec(name, resolved, folder)
+    return specs
+
+
+#: Resources built from YAML settings, by settings: components that configure a resource the
+#: same way share one object, so their definitions merge into one code location.
+_SHARED: dict[tuple[type, str], Any] = {}
+
+
+def _shared_resource(cls: type, settings: Mapping[str, Any]) -> Any:
+    key = (cls, json.dumps(settings, sort_keys=True, default=str))
+    if key not in _SHARED:
+        _SHARED[key] = cls(**settings)
+    return _SHARED[key]
+
+
+def _default_kafka() -> KafkaResource:
+    resource: KafkaResource = _shared_resource(KafkaResource, {})
+    return resource
+
+
+def _default_spark() -> SparkResource:
+    resource: SparkResource = _shared_resource(
+        SparkResource, {"spark_config": local_spark_config("dagster-kafka-flinklike")}
+    )
+    return resource
+
+
+def _resolve_kafka(context: ResolutionContext, kafka: KafkaResource) -> KafkaResource:
+    settings = dict(context.resolve_value(kafka.model_dump(exclude_unset=True)))
+    if settings.get("properties"):  # a template may render a number
+        settings["properties"] = {k: str(v) for k, v in settings["properties"].items()}
+    resource: KafkaResource = _shared_resource(KafkaResource, settings)
+    return resource
+
+
+def _resolve_spark(context: ResolutionContext, spark: SparkResource) -> SparkResource:
+    settings = dict(context.resolve_value(spark.model_dump(exclude_unset=True)))
+    if "spark_config" not in settings:
+        return _default_spark()
+    resource: SparkResource = _shared_resource(SparkResource, settings)
+    return resource
+
+
+def _translation_scope(table: KafkaTableSpec) -> Mapping[str, Any]:
+    return {"table": table}
+
+
+class _ComponentTranslator(KafkaTranslator):
+    """The component's :meth:`~KafkaPipelineComponent.get_asset_spec`, once per table."""
+
+    def __init__(self, component: KafkaPipelineComponent) -> None:
+        self.component = component
+        self._specs: dict[int, tuple[KafkaTableSpec, AssetSpec]] = {}
+
+    def get_asset_spec(self, table: KafkaTableSpec) -> AssetSpec:
+        if id(table) not in self._specs:
+            self._specs[id(table)] = (table, self.component.get_asset_spec(table))
+        return self._specs[id(table)][1]
+
+
+def _about(description: str, resolver: Resolver | None = None) -> Resolver:
+    """``resolver`` (default resolution if None) with the field's description for the schema."""
+    resolver = resolver or Resolver.default()
+    resolver.description = description
+    return resolver
+
+
+def _identifier(text: str) -> str:
+    return re.sub(r"\W+", "_", text).strip("_") or "kafka_pipeline"
+
+
+@scaffold_with(KafkaPipelineScaffolder)
+class KafkaPipelineComponent(Component, Resolvable, Model):
+    """Kafka tables (Flink options or Flink SQL DDL) and streaming assets over them, from YAML.
+
+    Each ``assets`` entry is a Spark SQL ``query`` over named ``sources`` written to a ``sink``
+    table, or Flink SQL (``sql`` / ``sql_file``) whose ``INSERT INTO`` statements each become an
+    asset. The component's definitions hold the assets with their Kafka checks, the source
+    topics as observable assets, the sensors asked for and, unless ``provide_resources`` is
+    false, the ``kafka`` and ``pyspark`` resources (components configured alike share them).
+    Override :meth:`get_asset_spec` to change every Kafka asset's key, group or tags, or
+    :meth:`run_query` to change how a query runs.
+
+    Scaffold one with ``dg scaffold defs dagster_kafka_flinklike.KafkaPipelineComponent
+    <path>``.
+
+    Example:
+        .. code-block:: yaml
+
+            type: dagster_kafka_flinklike.KafkaPipelineComponent
+            attributes:
+              tables:
+                orders:
+                  options: {connector: kafka, topic: orders, format: json,
+                            scan.startup.mode: earliest-offset}
+                  columns: [{name: order_id, type: STRING}, {name: real_pay, type: DOUBLE}]
+                large_orders:
+                  options: {connector: kafka, topic: large_orders, format: json}
+                  columns: [{name: order_id, type: STRING}, {name: real_pay, type: DOUBLE}]
+              assets:
+                - query: SELECT order_id, real_pay FROM orders WHERE real_pay >= 100
+                  sources: [orders]
+                  sink: large_orders
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    tables: Annotated[
+        dict[str, KafkaTableSpec],
+        Resolver(
+            _resolve_tables,
+            model_field_type=dict[str, TableModel],
+            description="Kafka tables by name: Flink 'options' with 'columns' (and "
+            "'primary_key'), or Flink SQL ('ddl' text, or a 'sql_file' next to this defs.yaml).",
+        ),
+    ] = Field(default_factory=dict)
+    assets: Annotated[
+        list[AssetModel],
+        _about("Streaming assets: Spark SQL queries over the tables, or Flink SQL inserts."),
+    ] = Field(default_factory=list)
+    translation: Annotated[
+        TranslationFn[KafkaTableSpec] | None,
+        _about(
+            "Asset attributes of every Kafka table's asset (key, key_prefix, group_name, tags, "
+            "owners, description, metadata), with the table as '{{ table }}'. A streaming asset "
+            "takes its sink's key, group, owners and tags.",
+            TranslationFnResolver[KafkaTableSpec](_translation_scope),
+        ),
+    ] = None
+    sensors: Annotated[
+        SensorsModel, _about("Partition discovery, and the status the sensors start in.")
+    ] = Field(default_factory=SensorsModel)
+    kafka: Annotated[
+        KafkaResource,
+        _about(
+            "The Kafka connection (bootstrap_servers, properties), e.g. bootstrap_servers: "
+            "'{{ env.KAFKA_BOOTSTRAP_SERVERS }}'. Without servers, a run reads "
+            "$KAFKA_BOOTSTRAP_SERVERS when it starts.",
+            Resolver(_resolve_kafka),
+        ),
+    ] = Field(default_factory=_default_kafka)
+    spark: Annotated[
+        SparkResource,
+        _about("The Spark session (spark_config); default: local[2].", Resolver(_resolve_spark)),
+    ] = Field(default_factory=_default_spark)
+    provide_resources: Annotated[
+        bool,
+        _about(
+            "Whether the component's definitions hold the Kafka and Spark resources; false when "
+            "the code location provides them."
+        ),
+    ] = True
+    kafka_resource_key: Annotated[str, _about("Key of the Kafka resource.")] = "kafka"
+    spark_resource_key: Annotated[str, _about("Key of the Spark resource.")] = "pyspark"
+    include_source_assets: Annotated[
+        bool,
+        _about(
+            "The source topics as observable assets (false when another part of the code "
+            "location declares them)."
+        ),
+    ] = True
+
+    def get_asset_spec(self, table: KafkaTableSpec) -> AssetSpec:
+        """The asset of ``table``'s topic: :class:`~...translator.KafkaTranslator`'s spec with
+        ``translation`` applied. Override to change keys, groups or tags in Python."""
+        spec = KafkaTranslator().get_asset_spec(table)
+        return self.translation(spec, table) if self.translation is not None else spec
+
+    def run_query(self, context: Any, query: str, frames: Mapping[str, DataFrame]) -> DataFrame:
+        """Run a query asset's Spark SQL over its sources (temporary views named like them)."""
+        spark = next(iter(frames.values())).sparkSession
+        for name, frame in frames.items():
+            frame.createOrReplaceTempView(name)
+        return spark.sql(query)
+
+    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        decl = getattr(context, "component_decl", None)
+        source = getattr(getattr(decl, "source_tree", None), "source_position_tree", None)
+        yaml = _Yaml(source)
+        translator = _ComponentTranslator(self)
+        assets: list[AssetsDefinition] = []
+        jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
+        sensors: list[SensorDefinition] = []
+        for number, entry in enumerate(self.assets):
+            path: list[str | int] = ["attributes", "assets", number]
+            built, entry_jobs = self._entry_defs(entry, translator, yaml, path, Path(context.path))
+            if entry.new_data_sensor is not None:
+                with yaml.blame([*path, "new_data_sensor"], entry.label):
+                    sensors += self._new_data_sensors(entry, built)
+            assets += built
+            jobs += entry_jobs
+        if self.sensors.discovery:
+            sensors += build_kafka_discovery_sensors(assets, default_status=self.sensors.status)
+        if self.include_source_assets and assets:
+            assets += build_kafka_source_assets(
+                assets,
+                translator=translator,
+                kafka_resource_key=self.kafka_resource_key,
+                name=f"{_identifier(Path(context.path).name)}_source_topics",
+            )
+        resources = (
+            {self.kafka_resource_key: self.kafka, self.spark_resource_key: self.spark}
+            if self.provide_resources
+            else {}
+        )
+        return Definitions(assets=assets, jobs=jobs, sensors=sensors, resources=resources)
+
+    def _entry_defs(
+        self, entry: AssetModel, translator: KafkaTranslator, yaml: _Yaml, path: _Path, folder: Path
+    ) -> tuple[list[AssetsDefinition], list[JobDefinition | UnresolvedAssetJobDefinition]]:
+        """The assets (and statement-set jobs) of one ``assets`` entry."""
+        with yaml.blame(path, entry.label):
+            options = self._partitioning(entry)
+            if entry.query is not None:
+                return [self._query_asset(entry, translator, yaml, path, options)], []
+        text = [*path, "sql"] if entry.sql is not None else None
+        with yaml.blame([*path, "sql" if entry.sql is not None else "sql_file"], entry.label, text):
+            defs = self._flink_sql_defs(entry, translator, folder, options)
+        assets = [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
+        return assets, list(defs.jobs or ())
+
+    def _table(self, name: str, yaml: _Yaml, path: _Path) -> KafkaTableSpec:
+        if name not in self.tables:
+            known = ", ".join(repr(t) for t in self.tables) or "none"
+            raise KafkaComponentError(
+                f"table {name!r} is not declared in 'tables' (declared: {known}).",
+                location=yaml.where(path),
+            )
+        return self.tables[name]
+
+    def _partitioning(self, entry: AssetModel) -> dict[str, Any]:
+        return {
+            "partitions_def": entry.partitions.build() if entry.partitions else None,
+            "backfill_policy": entry.backfill_policy.build() if entry.backfill_policy else None,
+            "allowed_lateness": duration("allowed_lateness", entry.allowed_lateness)
+            or timedelta(0),
+            "kafka_resource_key": self.kafka_resource_key,
+            "spark_resource_key": self.spark_resource_key,
+        }
+
+    def _query_asset(
+        self,
+        entry: AssetModel,
+        translator: KafkaTranslator,
+        yaml: _Yaml,
+        path: _Path,
+        options: Mapping[str, Any],
+    ) -> AssetsDefinition:
+        sources = {
+            n: self._table(n, yaml, [*path, "sources", i]) for i, n in enumerate(entry.sources)
+        }
+        sink_name = str(entry.sink)
+        declared = self._table(sink_name, yaml, [*path, "sink"])
+        with yaml.blame(["attributes", "tables", sink_name], f"table '{sink_name}' (a sink)"):
+            sink = KafkaTableSpec.from_options(
+                declared.options,
+                columns=declared.columns,
+                primary_key=declared.primary_key,
+                role="sink",
+                name=declared.name,
+            )
+        checks = None
+        if entry.checks is not None:
+            checks = []
+            for kind, model in entry.checks.listed():
+                with yaml.blame([*path, "checks", kind], f"{entry.label}, check '{kind}'"):
+                    checks.append(model.build())
+        attributes = streaming_asset_attributes(translator.get_asset_spec(declared))
+        if entry.name is not None:
+            attributes["name"] = entry.name
+        query = str(entry.query)
+
+        @kafka_streaming_asset(
+            sources=sources,
+            sink=sink,
+            description=entry.description or f"Spark SQL into {sink_name}:\n\n{query}",
+            checks=checks,
+            translator=translator,
+            from_checkpoint=entry.from_checkpoint,
+            **attributes,
+            **options,
+        )
+        def _query(context: Any, **frames: DataFrame) -> DataFrame:
+            return self.run_query(context, query, frames)
+
+        return _query
+
+    def _flink_sql_defs(
+        self,
+        entry: AssetModel,
+        translator: KafkaTranslator,
+        folder: Path,
+        options: Mapping[str, Any],
+    ) -> Definitions:
+        script: str | Path = (
+            entry.sql if entry.sql is not None else Path(folder) / str(entry.sql_file)
+        )
+        try:
+            return build_flink_sql_definitions(
+                script,
+                tables=self.tables,
+                translator=translator,
+                include_source_assets=False,
+                **options,
+            )
+        except FlinkSqlError as exc:
+            if isinstance(script, str):
+                raise
+            raise KafkaOptionsError(f"{script}: {exc}", keys=exc.keys) from exc
+
+    def _new_data_sensors(
+        self, entry: AssetModel, assets: Sequence[AssetsDefinition]
+    ) -> list[SensorDefinition]:
+        model = entry.new_data_sensor
+        assert model is not None
+        return [
+            build_kafka_new_data_sensor(
+                asset,
+                min_pending_records=model.min_pending_records,
+                max_pending_age=duration("max_pending_age", model.max_pending_age),
+                name=model.name if model.name and len(assets) == 1 else None,
+                minimum_interval_seconds=model.minimum_interval_seconds,
+                default_status=self.sensors.status,
+            )
+            for asset in assets
+        ]

@@ -1,0 +1,1 @@
+"""The example's components (``dg list defs``): each folder holds a ``defs.yaml``."""
