@@ -131,12 +131,12 @@ def build_flink_sql_definitions(
     """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
 
     One streaming asset per ``INSERT INTO``, named by ``translator`` after its sink table, in
-    ``group_name`` (else the translator's group, else the script's ``SET 'pipeline.name'``); its source topics as external
-    observable assets (``include_source_assets``); a job per statement set. With a time-window
-    ``partitions_def`` every asset is partitioned by it (window aggregations must fit inside its
-    windows); backfills are single runs, as for Python streaming assets, unless
-    ``backfill_policy`` says otherwise. The translator's spec of each sink table also gives its
-    asset's group (unless ``group_name`` or the script names one), owners, tags and metadata.
+    ``group_name`` (else the translator's group, else the script's ``SET 'pipeline.name'``); its
+    source topics as external observable assets (``include_source_assets``); a job per
+    statement set. With a time-window ``partitions_def`` every asset is partitioned by it (window
+    aggregations must fit inside its windows); backfills are single runs, as for Python streaming
+    assets, unless ``backfill_policy`` says otherwise. The translator's spec of each sink table
+    also gives its asset's owners, tags and metadata.
 
     Raises:
         FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),

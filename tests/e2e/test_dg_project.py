@@ -42,7 +42,14 @@ def test_dg_list_defs_shows_the_python_and_the_yaml_assets(tmp_path: Path) -> No
     assert out.returncode == 0, out.stdout + out.stderr
     listed = json.loads(out.stdout)
     assets = {a["asset_key"]: a for a in listed["assets"]}
-    assert set(assets) == {"orders", "channel_revenue", "channel_revenue_hourly", "large_orders"}
+    assert set(assets) == {
+        "orders",
+        "channel_revenue",
+        "channel_revenue_hourly",
+        "large_orders",
+        "channel_revenue_10min",
+    }
+    assert assets["channel_revenue_10min"]["dependency_keys"] == ["orders"]
     assert assets["large_orders"]["dependency_keys"] == ["orders"]
     assert assets["large_orders"]["group_name"] == "orders"
     checks = {c["key"] for c in listed["asset_checks"]}
