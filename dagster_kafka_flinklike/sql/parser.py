@@ -15,6 +15,7 @@ from ..options import CONNECTORS, Column, FlinkTypeError, KafkaTableSpec, parse_
 from .lexer import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
 from .queries import query_sources
 from .statements import CreateTable, CreateView, InsertInto, SetOption, Statement, Watermark
+from .translate import translate_query
 
 _COLUMN_STOP = ("METADATA", "COMMENT", "PRIMARY", "CONSTRAINT")
 _QUERY_START = ("SELECT", "WITH", "VALUES", "TABLE")
@@ -345,9 +346,17 @@ class _Parser:
     def column(self) -> tuple[Column, bool]:
         name = self.ident("a column name")
         if self.accept("AS"):
-            expression = self.source_text(self.until())
-            if not expression:
+            tokens = self.until()
+            if not tokens:
                 raise self.error(f"expected an expression for computed column '{name}'")
+            # the reader evaluates computed columns with Spark: keep the Spark SQL translation
+            translated = translate_query(self.text, *self.span(tokens))
+            if translated.stateful:
+                what, line, column = translated.stateful[0]
+                raise FlinkSqlError(
+                    f"computed column '{name}' cannot use {what}", line=line, column=column
+                )
+            expression = translated.text
             comment = self.string("a comment") if self.accept("COMMENT") else None
             return Column(name, expression=expression, comment=comment), False
         type_tok = self.tok

@@ -210,3 +210,81 @@ def test_statement_set_is_one_job_writing_both_sinks(
     assert raw(f"{sink}-infos") == [b"started", b"done"]
     assert {AssetKey("errors"), AssetKey("infos")} <= {k for a in defs.assets for k in a.keys}
     assert Counter(e.event_type_value for e in result.all_events)["ASSET_MATERIALIZATION"] == 2
+
+
+def test_keyed_topic_list_with_header_filter_into_exactly_once(
+    kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
+) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    source, sink = new_topic(1), new_topic(1)
+    admin.create_topics([NewTopic(f"{source}-b", 1, 1)])[f"{source}-b"].result(30)
+    defs = build_flink_sql_definitions(script("keyed_topics_exactly_once.sql", source, sink))
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all"})
+    for topic, sensor, celsius, env in [
+        (source, "s1", 40, "prod"),  # 104 °F: kept
+        (source, "s2", 20, "prod"),  # 68 °F: filtered by the query
+        (source, "s3", 50, "test"),  # filtered by the header filter
+        (f"{source}-b", "s4", 45, "prod"),  # 113 °F: kept, from the second topic
+    ]:
+        producer.produce(
+            topic,
+            json.dumps({"celsius": celsius, "site": "x"}).encode(),
+            json.dumps({"sensor": sensor}).encode(),
+            headers=[("env", env.encode())],
+        )
+    assert producer.flush(30) == 0
+    run(defs, resources, DagsterInstance.ephemeral())
+    got = sorted(values(kafka_bootstrap, sink), key=lambda r: r["sensor"])
+    assert got == [
+        {"sensor": "s1", "fahrenheit": 104.0, "src": source},
+        {"sensor": "s4", "fahrenheit": 113.0, "src": f"{source}-b"},
+    ]
+
+
+def test_hopping_windows_over_a_topic_pattern_recompute(
+    kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
+) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    stem, sink = new_topic(1), new_topic(1)
+    topics = [f"{stem}-visits-{n}" for n in ("a", "b")]
+    for topic in topics:
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    defs = build_flink_sql_definitions(script("hop_upsert.sql", stem, sink))
+    send(kafka_bootstrap, topics[0], [({"page": "/"}, at(1)), ({"page": "/a"}, at(7))])
+    send(kafka_bootstrap, topics[1], [({"page": "/"}, at(8))])
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance)
+    send(kafka_bootstrap, topics[1], [({"page": "/b"}, at(12))])
+    run(defs, resources, instance)
+    latest: dict[tuple[str, str], Any] = {}
+    for m in consume_all(kafka_bootstrap, sink, 1):
+        key = json.loads(m.key())
+        latest[(key["window_start"], key["window_end"])] = json.loads(m.value())
+    counts = {k: (v["visits"], v["pages"]) for k, v in latest.items()}
+    assert counts == {
+        ("2026-11-19 23:55:00", "2026-11-20 00:05:00"): (1, 1),
+        ("2026-11-20 00:00:00", "2026-11-20 00:10:00"): (3, 2),
+        ("2026-11-20 00:05:00", "2026-11-20 00:15:00"): (3, 3),
+        ("2026-11-20 00:10:00", "2026-11-20 00:20:00"): (1, 1),
+    }
+
+
+def test_dirty_data_over_tolerance_fails_and_keeps_the_checkpoint(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("dirty_tolerance.sql", source, sink))
+    send(kafka_bootstrap, source, [({"id": 1, "name": "ann"}, None), (b"{oops", None)])
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance)  # one dirty record: within the tolerance
+    assert [m.value() for m in consume_all(kafka_bootstrap, sink, 1)] == [b"1,ANN"]
+    send(kafka_bootstrap, source, [(b"{bad", None), (b"[worse", None), ({"id": 2}, None)])
+    assets = [a for a in defs.assets if a.key == AssetKey("names")]
+    failed = materialize(assets, instance=instance, resources=resources, raise_on_error=False)
+    assert not failed.success
+    assert "dirty" in str(failed.get_step_failure_events()[0].step_failure_data.error).lower()
+    assert [m.value() for m in consume_all(kafka_bootstrap, sink, 1)] == [b"1,ANN"]
+    event = instance.get_latest_materialization_event(AssetKey("names"))
+    assert event is not None and event.run_id != failed.run_id  # the checkpoint stayed put
