@@ -352,9 +352,9 @@ class _Parser:
             # the reader evaluates computed columns with Spark: keep the Spark SQL translation
             translated = translate_query(self.text, *self.span(tokens))
             if translated.stateful:
-                what, line, column = translated.stateful[0]
+                what, at_line, at_column = translated.stateful[0]
                 raise FlinkSqlError(
-                    f"computed column '{name}' cannot use {what}", line=line, column=column
+                    f"computed column '{name}' cannot use {what}", line=at_line, column=at_column
                 )
             expression = translated.text
             comment = self.string("a comment") if self.accept("COMMENT") else None

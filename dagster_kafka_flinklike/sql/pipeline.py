@@ -73,7 +73,8 @@ class SqlInsert:
         sources: the Kafka tables the query reads, directly or through views, by name.
         views: ``(name, Spark SQL)`` of the views it needs, in dependency order.
         query: the translated query.
-        columns: the sink columns the query's columns fill, in order (Flink maps by position).
+        columns: the sink columns the query's columns fill, in order (Flink maps by position);
+            empty for ``CREATE TABLE ... AS SELECT``, whose columns are the query's.
         mode: how runs read the sources.
         statement_set: the statement set it belongs to, if any.
         line: the line of the ``INSERT`` in the script.
@@ -122,6 +123,8 @@ class SqlInsert:
                     session.conf.unset(key)
                 else:
                     session.conf.set(key, old)
+        if not self.columns:  # CREATE TABLE ... AS SELECT: the query's columns, by name
+            return result
         if len(result.columns) != len(self.columns):
             raise KafkaConnectorError(
                 f"INSERT INTO {self.name} (line {self.line}): the query returns "
@@ -251,16 +254,35 @@ def _mode(
 _CTE = r"\b{}\s+AS\s*\("
 
 
-def _refuse_ctas(statements: list[Any]) -> None:
+def _ctas_inserts(statements: list[Any]) -> list[Any]:
+    """``CREATE TABLE t WITH (...) AS SELECT ...`` as the table plus an ``INSERT INTO t``.
+
+    The table declares no columns: its columns are the query's, by name (as Flink derives
+    them), and its format encodes whatever the query returns.
+    """
+    out: list[Any] = []
     for st in statements:
+        out.append(st)
         if isinstance(st, CreateTable) and st.as_query is not None:
-            raise FlinkSqlError(
-                f"CREATE TABLE {st.name} ... AS SELECT: declare the table's columns with "
-                f"CREATE TABLE and write it with INSERT INTO (its schema comes from the "
-                f"declared columns here).",
-                line=st.line,
-                column=1,
+            if st.columns:
+                raise FlinkSqlError(
+                    f"CREATE TABLE {st.name} ... AS SELECT takes its columns from the query; "
+                    f"declare none (or use CREATE TABLE and INSERT INTO).",
+                    line=st.line,
+                    column=1,
+                )
+            out.append(
+                InsertInto(
+                    st.name,
+                    st.qualified_name,
+                    st.as_query,
+                    sources=st.sources,
+                    table=st,
+                    line=st.line,
+                    query_span=st.query_span,
+                )
             )
+    return out
 
 
 def plan_flink_sql(
@@ -284,8 +306,7 @@ def plan_flink_sql(
             would; each with its line and column.
     """
     text = Path(script).read_text() if isinstance(script, Path) else script
-    statements = parse_flink_sql(text)
-    _refuse_ctas(statements)
+    statements = _ctas_inserts(parse_flink_sql(text))
     known: dict[str, KafkaTableSpec] = dict(tables or {})
     declared_at: dict[str, int] = {}
     views: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -345,7 +366,8 @@ def plan_flink_sql(
             )
         mode = _mode(st, query, sink, sources, windows)
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
-        columns = st.column_names or persisted
+        # Flink maps an INSERT's columns by position; a CTAS table's columns are the query's
+        columns = () if st.table is not None and st.table.as_query else st.column_names or persisted
         unknown = [c for c in columns if c not in persisted]
         if unknown:
             raise FlinkSqlError(

@@ -288,3 +288,20 @@ def test_dirty_data_over_tolerance_fails_and_keeps_the_checkpoint(
     assert [m.value() for m in consume_all(kafka_bootstrap, sink, 1)] == [b"1,ANN"]
     event = instance.get_latest_materialization_event(AssetKey("names"))
     assert event is not None and event.run_id != failed.run_id  # the checkpoint stayed put
+
+
+def test_create_table_as_select_writes_the_querys_columns(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("ctas_csv_to_json.sql", source, sink))
+    send(
+        kafka_bootstrap,
+        source,
+        [(b"Paris,12.0,30", None), (b"Oslo,5,0", None), (b"Rome,30,20", None)],
+    )
+    run(defs, resources, DagsterInstance.ephemeral())
+    assert values(kafka_bootstrap, sink) == [
+        {"city": "paris", "kmh": 24.0},
+        {"city": "rome", "kmh": 90.0},
+    ]

@@ -195,9 +195,9 @@ def test_run_modes() -> None:
         ),
         (
             table("t") + "CREATE TABLE s WITH ('connector' = 'kafka', 'topic' = 's', "
-            "'format' = 'json') AS SELECT * FROM t;",
+            "'format' = 'json') AS SELECT COUNT(*) FROM t;",
             None,
-            "AS SELECT",
+            "keeps state",
             2,
         ),
         ("SET 'parallelism.default' = 'lots';", None, "positive integer", 1),
@@ -241,3 +241,19 @@ def test_views_statement_sets_and_settings(caplog: pytest.LogCaptureFixture) -> 
     assert a.spark_settings == (("spark.sql.session.timeZone", "Europe/Paris"),)
     assert pipeline.warnings == ("SET 'state.backend' (line 3) has no effect here; it is ignored.",)
     assert "state.backend" in caplog.text
+
+
+def test_create_table_as_select_is_a_table_and_its_insert() -> None:
+    pipeline = plan_flink_sql(
+        table("t")
+        + "CREATE TABLE s WITH ('connector' = 'kafka', 'topic' = 's', 'format' = 'json')\n"
+        + "AS SELECT x, x * 2 AS doubled FROM t WHERE x > 0;"
+    )
+    [insert] = pipeline.inserts
+    assert (insert.name, insert.mode, insert.columns, list(insert.sources)) == (
+        "s",
+        RunMode.INCREMENTAL,
+        (),
+        ["t"],
+    )
+    assert insert.sink.columns == ()
