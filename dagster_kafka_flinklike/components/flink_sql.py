@@ -24,6 +24,7 @@ from dagster import (
 )
 
 from ..asset_decorator import kafka_streaming_asset
+from ..checks import KafkaAssetCheck
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
@@ -127,6 +128,7 @@ def build_flink_sql_definitions(
     tags: Mapping[str, str] | None = None,
     include_source_assets: bool = True,
     backfill_policy: BackfillPolicy | None = None,
+    checks: Sequence[KafkaAssetCheck] | None = None,
 ) -> Definitions:
     """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
 
@@ -136,7 +138,8 @@ def build_flink_sql_definitions(
     statement set. With a time-window ``partitions_def`` every asset is partitioned by it (window
     aggregations must fit inside its windows); backfills are single runs, as for Python streaming
     assets, unless ``backfill_policy`` says otherwise. The translator's spec of each sink table
-    also gives its asset's owners, tags and metadata.
+    also gives its asset's owners, tags and metadata. ``checks`` are attached to every insert's
+    asset (None: the defaults of the Python API).
 
     Raises:
         FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),
@@ -156,6 +159,7 @@ def build_flink_sql_definitions(
         "spark_resource_key": spark_resource_key,
         "tags": tags,
         "backfill_policy": backfill_policy,
+        "checks": checks,
     }
     assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
     jobs: list[Any] = []

@@ -234,6 +234,8 @@ attributes:
   assets:
     - sql: |
         INSERT INTO big SELECT order_id, real_pay FROM orders WHERE real_pay > 100;
+      checks:
+        dirty_data: {{max_count: 3, blocking: true}}
   translation:
     group_name: "{{{{ 'flink_' ~ table.topics[0] }}}}"
 """
@@ -243,6 +245,8 @@ attributes:
         assert graph.get(AssetKey("orders")).group_name == "flink_orders"
         asset = defs.get_assets_def(AssetKey("big"))
         assert asset.metadata_by_key[AssetKey("big")]["flink_sql/run_mode"] == "incremental"
+        [check] = asset.check_specs
+        assert (check.name, check.blocking) == ("kafka_dirty_data", True)
 
 
 def test_a_component_built_in_python() -> None:

@@ -63,6 +63,17 @@ __all__ = ["KafkaPipelineComponent"]
 _Path = Sequence[str | int]
 
 
+def _checks(entry: AssetModel, yaml: _Yaml, path: _Path) -> list[Any] | None:
+    """The entry's checks as listed (None: the defaults), each blamed on its YAML line."""
+    if entry.checks is None:
+        return None
+    checks = []
+    for kind, model in entry.checks.listed():
+        with yaml.blame([*path, "checks", kind], f"{entry.label}, check '{kind}'"):
+            checks.append(model.build())
+    return checks
+
+
 class _Yaml:
     """Where the parts of a component's YAML are, for messages: ``file:line``."""
 
@@ -396,8 +407,9 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             if entry.query is not None:
                 return [self._query_asset(entry, translator, yaml, path, options)], []
         text = [*path, "sql"] if entry.sql is not None else None
+        checks = _checks(entry, yaml, path)
         with yaml.blame([*path, "sql" if entry.sql is not None else "sql_file"], entry.label, text):
-            defs = self._flink_sql_defs(entry, translator, folder, options)
+            defs = self._flink_sql_defs(entry, translator, folder, {**options, "checks": checks})
         assets = [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
         return assets, list(defs.jobs or ())
 
@@ -441,12 +453,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
                 role="sink",
                 name=declared.name,
             )
-        checks = None
-        if entry.checks is not None:
-            checks = []
-            for kind, model in entry.checks.listed():
-                with yaml.blame([*path, "checks", kind], f"{entry.label}, check '{kind}'"):
-                    checks.append(model.build())
+        checks = _checks(entry, yaml, path)
         attributes = streaming_asset_attributes(translator.get_asset_spec(declared))
         if entry.name is not None:
             attributes["name"] = entry.name

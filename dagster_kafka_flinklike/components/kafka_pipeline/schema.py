@@ -358,7 +358,7 @@ class AssetModel(Model):
             raise ValueError(
                 "an asset takes 'query' (with 'sources' and 'sink'), or one of 'sql' / 'sql_file'"
             )
-        query_only = ("name", "sources", "sink", "description", "checks", "from_checkpoint")
+        query_only = ("name", "sources", "sink", "description", "from_checkpoint")
         spark_only = [k for k in query_only if k in self.model_fields_set]
         if spark_only:
             raise ValueError(
