@@ -25,6 +25,7 @@ so the pipeline can decide how bounded runs give Flink's results (:mod:`.pipelin
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -499,7 +500,6 @@ FUNCTIONS: dict[str, str] = {
     "CURRENT_ROW_TIMESTAMP": "current_timestamp",
     "PROCTIME": "current_timestamp",
     "NOW": "current_timestamp",
-    "JSON_QUERY": "get_json_object",
     "IFNULL": "ifnull",
 }
 """Flink functions that Spark spells differently (same arguments, same result)."""
@@ -525,9 +525,14 @@ _HANDLERS: dict[str, _Handler] = {
 }
 
 
+@functools.lru_cache(maxsize=8)
+def _script_tokens(text: str) -> tuple[Token, ...]:
+    """A script's tokens, once per script (each query and computed column is a slice)."""
+    return tuple(tokenize(text))
+
+
 def _tokens(text: str, start: int, end: int) -> list[Token]:
-    toks = [t for t in tokenize(text) if start <= t.start < end and t.kind != EOF]
-    return toks
+    return [t for t in _script_tokens(text) if start <= t.start < end and t.kind != EOF]
 
 
 def translate_query(text: str, start: int = 0, end: int | None = None) -> SparkQuery:
