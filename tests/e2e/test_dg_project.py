@@ -116,3 +116,46 @@ def test_dg_scaffolds_a_pipeline_that_loads(tmp_path: Path) -> None:
     out = dg("list", "defs", "--json", cwd=project, home=home)
     assert out.returncode == 0, out.stdout + out.stderr
     assert {a["asset_key"] for a in json.loads(out.stdout)["assets"]} == {"clicks", "clicks_clean"}
+
+
+def test_dg_dev_serves_the_example(tmp_path: Path) -> None:
+    """``dg dev`` starts the webserver on the example project and its assets load."""
+    from tests.e2e.test_ui import GRAPH, LOADED, Webserver, _free_port, _stop
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ)
+    env.update(
+        {
+            "VIRTUAL_ENV": str(BIN.parent),
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            "DAGSTER_HOME": str(home),
+            "NO_COLOR": "1",
+        }
+    )
+    port = _free_port()
+    log = (tmp_path / "dg-dev.log").open("w")
+    dev = subprocess.Popen(
+        [str(BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        ui = Webserver(port)
+
+        def loaded() -> bool:
+            entries = ui.gql(LOADED)["workspaceOrError"]["locationEntries"]
+            states = [e["locationOrLoadError"] for e in entries]
+            return bool(states) and all(
+                s and s["__typename"] == "RepositoryLocation" for s in states
+            )
+
+        ui.wait("the code location to load", loaded, timeout=240)
+        keys = {tuple(n["assetKey"]["path"]) for n in ui.gql(GRAPH)["assetNodes"]}
+        assert {("channel_revenue_10min",), ("large_orders",), ("orders",)} <= keys
+    finally:
+        _stop(dev)
+        log.close()

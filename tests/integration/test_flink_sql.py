@@ -305,3 +305,26 @@ def test_create_table_as_select_writes_the_querys_columns(
         {"city": "paris", "kmh": 24.0},
         {"city": "rome", "kmh": 90.0},
     ]
+
+
+def test_cumulating_windows_per_hourly_partition(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    hourly = HourlyPartitionsDefinition(start_date="2026-11-20-00:00")
+    defs = build_flink_sql_definitions(
+        script("cumulate_hourly.sql", source, sink), partitions_def=hourly
+    )
+    rows = [("1", 5), ("2", 20), ("4", 14.9), ("8", 50), ("16", 61)]  # 61: the next hour
+    send(kafka_bootstrap, source, [(r.encode(), at(m)) for r, m in rows])
+    run(defs, resources, DagsterInstance.ephemeral(), partition_key="2026-11-20-00:00")
+    totals = {
+        json.loads(m.key())["window_end"]: json.loads(m.value())["total"]
+        for m in consume_all(kafka_bootstrap, sink, 1)
+    }
+    assert totals == {
+        "2026-11-20 00:15:00": 5,
+        "2026-11-20 00:30:00": 7,
+        "2026-11-20 00:45:00": 7,
+        "2026-11-20 01:00:00": 15,
+    }
