@@ -8,10 +8,11 @@ the Python API attaches. A statement set becomes a job that materializes its ins
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dagster import (
     AssetsDefinition,
@@ -30,10 +31,12 @@ from ..options import KafkaTableSpec
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
 from ..translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
 
-if TYPE_CHECKING:  # pragma: no cover
-    pass
+__all__ = ["build_flink_sql_definitions", "identifier", "partition_period"]
 
-__all__ = ["build_flink_sql_definitions", "partition_period"]
+
+def identifier(text: str, default: str) -> str:
+    """``text`` as a Python identifier for Dagster names (jobs, sensors), else ``default``."""
+    return re.sub(r"\W+", "_", text).strip("_") or default
 
 
 def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, int] | None:
@@ -51,10 +54,10 @@ def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, 
             f"partitioned by time windows (e.g. HourlyPartitionsDefinition), or not at all.",
             keys=("partitions_def",),
         )
-    window = partitions_def.get_first_partition_window()
-    if window is None:
+    first = partitions_def.get_first_partition_window()
+    if first is None:
         raise KafkaOptionsError("partitions_def has no partition yet.", keys=("partitions_def",))
-    lengths = set()
+    window, lengths = first, set()
     for _ in range(48):
         lengths.add(window.end - window.start)
         following = partitions_def.get_next_partition_window(window.end, respect_bounds=False)
@@ -67,8 +70,6 @@ def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, 
             "partitions of one fixed length (e.g. hourly, or daily in UTC).",
             keys=("partitions_def",),
         )
-    first = partitions_def.get_first_partition_window()
-    assert first is not None
     period_ms = int(lengths.pop().total_seconds() * 1000)
     return period_ms, int(first.start.timestamp() * 1000)
 
@@ -80,7 +81,6 @@ def _insert_asset(
     options: Mapping[str, Any],
 ) -> AssetsDefinition:
     parallelism = pipeline.settings.get("parallelism.default")
-    windowed = insert.mode == RunMode.WINDOWS or options.get("partitions_def") is not None
     # Key, group, owners, tags and metadata as the translator gives the sink's topic asset;
     # the explicit options win.
     attributes = streaming_asset_attributes(translator.get_asset_spec(insert.sink))
@@ -95,7 +95,8 @@ def _insert_asset(
     given = {
         k: v
         for k, v in options.items()
-        if v is not None and k != "tags" and (windowed or k != "allowed_lateness")
+        # (lateness widens time windows: it goes with a partitions_def only)
+        if v is not None and k != "tags" and (options["partitions_def"] or k != "allowed_lateness")
     }
 
     @kafka_streaming_asset(
@@ -167,7 +168,7 @@ def build_flink_sql_definitions(
         members = [
             a for a, i in zip(assets, pipeline.inserts, strict=True) if i.statement_set == number
         ]
-        prefix = (pipeline.name or "flink_sql").replace("-", "_").replace(" ", "_")
+        prefix = identifier(pipeline.name or "", "flink_sql")
         jobs.append(
             define_asset_job(
                 f"{prefix}_statement_set_{number}",
@@ -182,7 +183,7 @@ def build_flink_sql_definitions(
             assets,
             translator=translator,
             kafka_resource_key=kafka_resource_key,
-            name=f"{(pipeline.name or 'flink_sql').replace('-', '_')}_source_topics",
+            name=f"{identifier(pipeline.name or '', 'flink_sql')}_source_topics",
             group_name=group_name or pipeline.name,
         )
         if include_source_assets

@@ -203,12 +203,19 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         for field, alias in zip(_PROVENANCE_FIELDS, PROVENANCE, strict=True)
     ]
     table = decoded.select(*selected, F.col(ERROR), F.col(TOLERATED), *provenance)
-    computed = [c for c in spec.columns if c.expression is not None]
-    if computed:
-        table = table.select("*", *[F.expr(c.expression or "").alias(c.name) for c in computed])
-        order = [_quoted(c.name) for c in spec.columns]
-        table = table.select(*order, ERROR, TOLERATED, *PROVENANCE)
+    if any(c.expression is not None for c in spec.columns):
+        table = with_computed_columns(spec, table, ERROR, TOLERATED, *PROVENANCE)
     return table
+
+
+def with_computed_columns(spec: KafkaTableSpec, frame: DataFrame, *keep: str) -> DataFrame:
+    """``frame`` (the table's stored columns) with its computed columns, in declared order,
+    followed by the ``keep`` columns."""
+    from pyspark.sql import functions as F
+
+    computed = [F.expr(c.expression or "").alias(c.name) for c in spec.columns if c.expression]
+    table = frame.select("*", *computed)
+    return table.select(*[_quoted(c.name) for c in spec.columns], *keep)
 
 
 __all__ = [
@@ -219,4 +226,5 @@ __all__ = [
     "decode_records",
     "headers_map",
     "record_fields",
+    "with_computed_columns",
 ]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import KafkaConnectorError, KafkaOptionsError
+from ..errors import KafkaOptionsError
 
 
 def _partitions(args: argparse.Namespace) -> Any:
@@ -40,23 +40,20 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
     """Spark's analysis of every insert over empty source tables: one message per failure."""
     import logging
 
-    from pyspark.sql import functions as F
-
     # PySpark logs each analysis error with its JVM stack; the message below says it once
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
     from ..options import struct_type
+    from ..source.records import with_computed_columns
 
     problems: list[str] = []
     for insert in pipeline.inserts:
         frames = {}
         for name, spec in insert.sources.items():
             stored = [c for c in spec.columns if c.expression is None]
-            frame = spark.createDataFrame([], struct_type(stored))
-            for c in spec.columns:
-                if c.expression is not None:
-                    frame = frame.withColumn(c.name, F.expr(c.expression))
-            frames[name] = frame
+            frames[name] = with_computed_columns(
+                spec, spark.createDataFrame([], struct_type(stored))
+            )
         try:
             insert.run_query(spark, frames).schema  # noqa: B018 (analysis happens here)
         except Exception as exc:  # Spark's analysis errors, reported per insert
@@ -118,20 +115,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         a for a in defs.assets or () if isinstance(a, AssetsDefinition) and a.is_materializable
     ]
     with DagsterInstance.local_temp(tempdir=str(home)) as instance:
-        try:
-            result = materialize(
-                assets,
-                instance=instance,
-                resources={
-                    "kafka": KafkaResource(bootstrap_servers=bootstrap),
-                    "pyspark": SparkResource(spark_config=local_spark_config("dkf-sql")),
-                },
-                partition_key=args.partition,
-                raise_on_error=False,
-            )
-        except KafkaConnectorError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        result = materialize(
+            assets,
+            instance=instance,
+            resources={
+                "kafka": KafkaResource(bootstrap_servers=bootstrap),
+                "pyspark": SparkResource(spark_config=local_spark_config("dkf-sql")),
+            },
+            partition_key=args.partition,
+            raise_on_error=False,
+        )
         for event in result.get_asset_materialization_events():
             mat = event.step_materialization_data.materialization
             meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}

@@ -95,7 +95,8 @@ class SqlInsert:
     def run_query(self, spark: SparkSession, frames: Mapping[str, DataFrame]) -> DataFrame:
         """Run the query over the source DataFrames; columns named and typed as the sink's.
 
-        The tables and views are registered as temporary views of the frames' session; the
+        The tables and views are registered as temporary views of ``spark`` (the frames'
+        session); the
         script's settings (``SET 'table.local-time-zone'``) apply while the query is analysed
         (Spark fixes time zones then) and are restored afterwards.
 
@@ -107,7 +108,7 @@ class SqlInsert:
 
         from ..options import spark_type
 
-        session = next(iter(frames.values())).sparkSession if frames else spark
+        session = spark
         before = {key: session.conf.get(key, None) for key, _ in self.spark_settings}
         try:
             for key, value in self.spark_settings:
@@ -159,8 +160,12 @@ class FlinkSqlPipeline:
     tables: dict[str, KafkaTableSpec]
     inserts: tuple[SqlInsert, ...]
     settings: dict[str, str]
-    name: str | None = None
     warnings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str | None:
+        """The script's ``SET 'pipeline.name'``, if any."""
+        return self.settings.get("pipeline.name")
 
 
 def _window_fits(window: WindowCall, period_ms: int, start_ms: int) -> bool:
@@ -312,7 +317,6 @@ def plan_flink_sql(
     views: dict[str, tuple[str, tuple[str, ...]]] = {}
     settings: dict[str, str] = {}
     warnings: list[str] = []
-    name: str | None = None
     for st in statements:
         if isinstance(st, CreateTable):
             if st.spec is None:
@@ -338,12 +342,9 @@ def plan_flink_sql(
                 )
             views[st.name] = (spark.text, st.sources)
         elif isinstance(st, SetOption):
-            name = _apply_setting(st, settings, warnings, name)
-    spark_settings = tuple(
-        ("spark.sql.session.timeZone", v)
-        for k, v in settings.items()
-        if k == "table.local-time-zone"
-    )
+            _apply_setting(st, settings, warnings)
+    zone = settings.get("table.local-time-zone")
+    spark_settings = (("spark.sql.session.timeZone", zone),) if zone else ()
     inserts: list[SqlInsert] = []
     for st in statements:
         if not isinstance(st, InsertInto):
@@ -397,18 +398,16 @@ def plan_flink_sql(
             f"Table(s) {', '.join(twice)} are the target of more than one INSERT INTO; one asset "
             f"writes each sink: combine the queries with UNION ALL."
         )
-    return FlinkSqlPipeline(known, tuple(inserts), settings, name, tuple(warnings))
+    return FlinkSqlPipeline(known, tuple(inserts), settings, tuple(warnings))
 
 
-def _apply_setting(
-    st: SetOption, settings: dict[str, str], warnings: list[str], name: str | None
-) -> str | None:
+def _apply_setting(st: SetOption, settings: dict[str, str], warnings: list[str]) -> None:
     key = st.key
     if key not in SETTINGS:
         message = f"SET '{key}' (line {st.line}) has no effect here; it is ignored."
         logger.warning(message)
         warnings.append(message)
-        return name
+        return
     if key == "execution.runtime-mode" and st.value.lower() not in ("batch", "streaming"):
         raise FlinkSqlError(
             f"SET 'execution.runtime-mode' takes 'batch' or 'streaming', got {st.value!r}",
@@ -422,7 +421,6 @@ def _apply_setting(
             column=1,
         )
     settings[key] = st.value
-    return st.value if key == "pipeline.name" else name
 
 
 def _resolve_sources(

@@ -178,9 +178,6 @@ class _Translator:
             out.append((start, j))
         return out
 
-    def text(self, i: int, j: int) -> str:
-        return self.seq(i, j)
-
     # -- the walk --------------------------------------------------------------------------
     def seq(self, i: int, j: int) -> str:
         """Spark SQL for tokens[i:j]."""
@@ -217,7 +214,9 @@ class _Translator:
             )
         if word in ("GROUP", "ORDER") and k + 1 < j and self.tokens[k + 1].is_word("BY"):
             self.stateful.append((f"{word} BY", tok.line, tok.column))
-        elif word in ("JOIN", "DISTINCT", "OVER", "LIMIT", "INTERSECT", "EXCEPT", "MINUS"):
+        elif word in ("JOIN", "OVER", "LIMIT", "INTERSECT", "EXCEPT", "MINUS") or (
+            word == "DISTINCT" and k > 0 and self.tokens[k - 1].is_word("SELECT")
+        ):  # COUNT(DISTINCT x) is an aggregate's own state, counted with the aggregate
             self.stateful.append((word, tok.line, tok.column))
         elif word == "UNION" and not (k + 1 < j and self.tokens[k + 1].is_word("ALL")):
             self.stateful.append(("UNION", tok.line, tok.column))
@@ -242,7 +241,7 @@ class _Translator:
         if handler is not None:
             return handler(self, k, args)
         rename = FUNCTIONS.get(name, self.tokens[k].text)
-        return f"{rename}({', '.join(self.text(a, b) for a, b in args)})"
+        return f"{rename}({', '.join(self.seq(a, b) for a, b in args)})"
 
     # -- rewrites --------------------------------------------------------------------------
     def cast(self, k: int, args: list[tuple[int, int]]) -> str:
@@ -368,7 +367,7 @@ class _Translator:
         }[part]
 
     def row(self, k: int, args: list[tuple[int, int]]) -> str:
-        return f"struct({', '.join(self.text(a, b) for a, b in args)})"
+        return f"struct({', '.join(self.seq(a, b) for a, b in args)})"
 
     def json_value(self, k: int, args: list[tuple[int, int]]) -> str:
         name = self.tokens[k].value.upper()
@@ -378,7 +377,7 @@ class _Translator:
         path_end = a + 1
         if self.tokens[a].kind != STRING:
             raise self.error(f"{name}'s path must be a string literal", self.tokens[a])
-        value = f"get_json_object({self.text(*args[0])}, {spark_string(self.tokens[a].value)})"
+        value = f"get_json_object({self.seq(*args[0])}, {spark_string(self.tokens[a].value)})"
         rest = self.tokens[path_end:b]
         if name == "JSON_EXISTS":
             if rest:
@@ -420,27 +419,27 @@ class _Translator:
             at = next((m for m in range(a, b) if self.tokens[m].is_word("VALUE")), -1)
             if at < 0:
                 raise self.error("expected KEY 'name' VALUE expression", self.tokens[a])
-            pairs += [self.text(a, at), self.text(at + 1, b)]
+            pairs += [self.seq(a, at), self.seq(at + 1, b)]
         options = "" if not keep_nulls else ", map('ignoreNullFields', 'false')"
         return f"to_json(named_struct({', '.join(pairs)}){options})"
 
     def split_index(self, k: int, args: list[tuple[int, int]]) -> str:
         if len(args) != 3:
             raise self.error("SPLIT_INDEX takes a string, a separator and an index", self.tokens[k])
-        text, sep, index = (self.text(a, b) for a, b in args)
+        text, sep, index = (self.seq(a, b) for a, b in args)
         return (
             f"(CASE WHEN ({index}) < 0 THEN NULL ELSE try_element_at(split({text}, "
             f"concat('\\\\Q', {sep}, '\\\\E'), -1), ({index}) + 1) END)"
         )
 
     def to_timestamp(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.text(a, b) for a, b in args]
+        texts = [self.seq(a, b) for a, b in args]
         if len(texts) == 1:
             texts.append("'yyyy-MM-dd HH:mm:ss'")
         return f"CAST(try_to_timestamp({', '.join(texts)}) AS TIMESTAMP_NTZ)"
 
     def to_timestamp_ltz(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.text(a, b) for a, b in args]
+        texts = [self.seq(a, b) for a, b in args]
         precision = texts[1].strip() if len(texts) > 1 else "3"
         fn = {"0": "timestamp_seconds", "3": "timestamp_millis"}.get(precision)
         if fn is None or len(texts) > 2:
@@ -448,7 +447,7 @@ class _Translator:
         return f"{fn}({texts[0]})"
 
     def regexp_extract(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.text(a, b) for a, b in args]
+        texts = [self.seq(a, b) for a, b in args]
         if len(texts) == 2:
             texts.append("0")  # Flink's default group: the whole match
         # Flink returns NULL when nothing matches; Spark an empty string
@@ -496,11 +495,8 @@ def _window_subquery(kind: str, data: str, column: str, size: int, step: int, of
 
 
 FUNCTIONS: dict[str, str] = {
-    "CHARACTER_LENGTH": "char_length",
     "CURRENT_ROW_TIMESTAMP": "current_timestamp",
     "PROCTIME": "current_timestamp",
-    "NOW": "current_timestamp",
-    "IFNULL": "ifnull",
 }
 """Flink functions that Spark spells differently (same arguments, same result)."""
 

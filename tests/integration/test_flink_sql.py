@@ -15,7 +15,7 @@ from dagster import AssetKey, DagsterInstance, Definitions, HourlyPartitionsDefi
 from dagster_kafka_flinklike import KafkaResource, SparkResource
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all
+from tests.conftest import consume_all, wait_for_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -46,6 +46,15 @@ def resources(kafka_bootstrap: str, spark: Any) -> dict[str, Any]:
         "kafka": KafkaResource(bootstrap_servers=kafka_bootstrap),
         "pyspark": SparkResource(spark_config=local_spark_config("tests")),
     }
+
+
+def create_topics(admin: Any, *names: str) -> None:
+    """One-partition topics with exactly these names (scripts derive them from a stem)."""
+    from confluent_kafka.admin import NewTopic
+
+    for name, future in admin.create_topics([NewTopic(n, 1, 1) for n in names]).items():
+        future.result(30)
+        wait_for_topic(admin, name, 1)
 
 
 def run(defs: Any, resources: dict, instance: DagsterInstance, **kwargs: Any) -> Any:
@@ -184,11 +193,8 @@ def test_upsert_aggregate_recomputes_to_flinks_totals(
 def test_statement_set_is_one_job_writing_both_sinks(
     kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
 ) -> None:
-    from confluent_kafka.admin import NewTopic
-
     source, sink = new_topic(1), new_topic(1)
-    for suffix in ("errors", "infos"):
-        admin.create_topics([NewTopic(f"{sink}-{suffix}", 1, 1)])[f"{sink}-{suffix}"].result(30)
+    create_topics(admin, f"{sink}-errors", f"{sink}-infos")
     defs = build_flink_sql_definitions(script("statement_set.sql", source, sink))
     send(
         kafka_bootstrap,
@@ -215,10 +221,8 @@ def test_statement_set_is_one_job_writing_both_sinks(
 def test_keyed_topic_list_with_header_filter_into_exactly_once(
     kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
 ) -> None:
-    from confluent_kafka.admin import NewTopic
-
     source, sink = new_topic(1), new_topic(1)
-    admin.create_topics([NewTopic(f"{source}-b", 1, 1)])[f"{source}-b"].result(30)
+    create_topics(admin, f"{source}-b")
     defs = build_flink_sql_definitions(script("keyed_topics_exactly_once.sql", source, sink))
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all"})
     for topic, sensor, celsius, env in [
@@ -245,12 +249,9 @@ def test_keyed_topic_list_with_header_filter_into_exactly_once(
 def test_hopping_windows_over_a_topic_pattern_recompute(
     kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict
 ) -> None:
-    from confluent_kafka.admin import NewTopic
-
     stem, sink = new_topic(1), new_topic(1)
     topics = [f"{stem}-visits-{n}" for n in ("a", "b")]
-    for topic in topics:
-        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    create_topics(admin, *topics)
     defs = build_flink_sql_definitions(script("hop_upsert.sql", stem, sink))
     send(kafka_bootstrap, topics[0], [({"page": "/"}, at(1)), ({"page": "/a"}, at(7))])
     send(kafka_bootstrap, topics[1], [({"page": "/"}, at(8))])

@@ -257,3 +257,17 @@ def test_create_table_as_select_is_a_table_and_its_insert() -> None:
         ["t"],
     )
     assert insert.sink.columns == ()
+
+
+def test_distinct_inside_an_aggregate_is_the_aggregates_state() -> None:
+    assert [w for w, _, _ in translate_query("SELECT DISTINCT x FROM t").stateful] == ["DISTINCT"]
+    counted = translate_query("SELECT COUNT(DISTINCT x) FROM t").stateful
+    assert [w for w, _, _ in counted] == ["COUNT"]
+    windows = plan_flink_sql(
+        table("t", columns=TS)
+        + table("s", columns=SINK)
+        + "INSERT INTO s SELECT window_start, COUNT(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
+        "DESCRIPTOR(ts), INTERVAL '15' MINUTE)) GROUP BY window_start;",
+        windows=(HOUR, 0),
+    )
+    assert windows.inserts[0].mode == RunMode.WINDOWS

@@ -47,7 +47,7 @@ from ...sensors import build_kafka_discovery_sensors, build_kafka_new_data_senso
 from ...spark import SparkResource, local_spark_config
 from ...sql import CreateTable, parse_flink_sql
 from ...translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
-from ..flink_sql import build_flink_sql_definitions
+from ..flink_sql import build_flink_sql_definitions, identifier
 from .scaffolder import KafkaPipelineScaffolder
 from .schema import AssetModel, SensorsModel, TableModel, duration
 
@@ -258,10 +258,6 @@ def _about(description: str, resolver: Resolver | None = None) -> Resolver:
     return resolver
 
 
-def _identifier(text: str) -> str:
-    return re.sub(r"\W+", "_", text).strip("_") or "kafka_pipeline"
-
-
 @scaffold_with(KafkaPipelineScaffolder)
 class KafkaPipelineComponent(Component, Resolvable, Model):
     """Kafka tables (Flink options or Flink SQL DDL) and streaming assets over them, from YAML.
@@ -389,7 +385,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
                 assets,
                 translator=translator,
                 kafka_resource_key=self.kafka_resource_key,
-                name=f"{_identifier(Path(context.path).name)}_source_topics",
+                name=f"{identifier(Path(context.path).name, 'kafka_pipeline')}_source_topics",
             )
         resources = (
             {self.kafka_resource_key: self.kafka, self.spark_resource_key: self.spark}
