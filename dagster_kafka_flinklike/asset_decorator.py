@@ -75,16 +75,21 @@ class StreamingTables:
     partitions_def: TimeWindowPartitionsDefinition | None = None
     #: How late a record may arrive and still be read with its window.
     lateness_ms: int = 0
+    #: How long before its window a partition run reads too (hopping windows).
+    lookback_ms: int = 0
     #: The asset's offset batches (dynamic partitions naming exact offset ranges), if any.
     offset_batches: DynamicPartitionsDefinition | None = None
     #: False: every run reads from the startup position, not from the last checkpoint.
     from_checkpoint: bool = True
 
     def window(self, key: str) -> TimeWindow:
-        """The time window of partition ``key`` (with the allowed lateness)."""
+        """The time window of partition ``key`` (with the allowed lateness and lookback)."""
         assert self.partitions_def is not None
-        tw = self.partitions_def.time_window_for_partition_key(key)
-        return TimeWindow(_ms(tw.start), _ms(tw.end), self.lateness_ms)
+        return self.time_window(self.partitions_def.time_window_for_partition_key(key))
+
+    def time_window(self, tw: Any) -> TimeWindow:
+        """A Dagster ``TimeWindow`` (of one partition or a range) as the window a run reads."""
+        return TimeWindow(_ms(tw.start), _ms(tw.end), self.lateness_ms, self.lookback_ms)
 
 
 def _ms(moment: datetime) -> int:
@@ -93,10 +98,11 @@ def _ms(moment: datetime) -> int:
 
 def _check_partitioning(
     partitions_def: PartitionsDefinition | None,
-    allowed_lateness: timedelta,
+    durations: Mapping[str, timedelta],
     checks: Sequence[KafkaAssetCheck],
 ) -> None:
-    """Only time windows map to offset ranges; lateness needs them; lag needs a checkpoint."""
+    """Only time windows map to offset ranges; lateness and lookback need them; lag needs a
+    checkpoint."""
     if partitions_def is not None and not isinstance(
         partitions_def, TimeWindowPartitionsDefinition
     ):
@@ -106,17 +112,17 @@ def _check_partitioning(
             f"such as HourlyPartitionsDefinition), or not at all.",
             keys=("partitions_def",),
         )
-    if not isinstance(allowed_lateness, timedelta) or allowed_lateness < timedelta(0):
-        raise KafkaOptionsError(
-            f"allowed_lateness must be a timedelta >= 0, got {allowed_lateness!r}.",
-            keys=("allowed_lateness",),
-        )
-    if allowed_lateness and partitions_def is None:
-        raise KafkaOptionsError(
-            "allowed_lateness applies to time windows: give the asset a time-window "
-            "partitions_def, or drop allowed_lateness.",
-            keys=("allowed_lateness", "partitions_def"),
-        )
+    for name, duration in durations.items():
+        if not isinstance(duration, timedelta) or duration < timedelta(0):
+            raise KafkaOptionsError(
+                f"{name} must be a timedelta >= 0, got {duration!r}.", keys=(name,)
+            )
+        if duration and partitions_def is None:
+            raise KafkaOptionsError(
+                f"{name} applies to time windows: give the asset a time-window "
+                f"partitions_def, or drop {name}.",
+                keys=(name, "partitions_def"),
+            )
     if partitions_def is not None:
         lag = [c.name for c in checks if isinstance(c, ConsumerLagCheck)]
         if lag:
@@ -249,6 +255,7 @@ def kafka_streaming_asset(
     partitions_def: PartitionsDefinition | None = None,
     backfill_policy: BackfillPolicy | None = None,
     allowed_lateness: timedelta = timedelta(0),
+    lookback: timedelta = timedelta(0),
     offset_batches: bool = False,
     from_checkpoint: bool = True,
 ) -> Callable[[StreamingBody], AssetsDefinition]:
@@ -271,7 +278,9 @@ def kafka_streaming_asset(
     With a time-window ``partitions_def`` (e.g. ``HourlyPartitionsDefinition``), a run reads,
     in every source partition, the records whose timestamps lie in its window: from the first
     offset at or after the window's start to the first at or after its end plus
-    ``allowed_lateness`` (offsets-for-times, end exclusive), keeping those inside the window. A
+    ``allowed_lateness`` (offsets-for-times, end exclusive), keeping those inside the window;
+    ``lookback`` reads and keeps that much before the window too, for aggregations whose windows
+    begin in the previous partition (hopping windows that end in this one). A
     backfill over many windows is one run and one Spark job by default
     (``BackfillPolicy.single_run()``). Window runs neither use nor move the streaming
     checkpoint and commit no offsets to the consumer groups; under exactly-once the
@@ -308,7 +317,9 @@ def kafka_streaming_asset(
     _check_tables(sources, sink)
     sources = {name: spec.for_role("source") for name, spec in sources.items()}
     sink = sink.for_role("sink") if sink is not None else None
-    _check_partitioning(partitions_def, allowed_lateness, checks or ())
+    _check_partitioning(
+        partitions_def, {"allowed_lateness": allowed_lateness, "lookback": lookback}, checks or ()
+    )
     _check_offset_batches(offset_batches, partitions_def, sources, checks or ())
     if partitions_def is not None and backfill_policy is None:
         backfill_policy = BackfillPolicy.single_run()
@@ -333,6 +344,7 @@ def kafka_streaming_asset(
             attached,
             partitions_def,  # type: ignore[arg-type]
             int(allowed_lateness.total_seconds() * 1000),
+            int(lookback.total_seconds() * 1000),
             batches,
             from_checkpoint,
         )
@@ -438,8 +450,7 @@ def _materialize(
     elif tables.partitions_def is not None:
         keys = list(context.partition_keys)
         windows = {k: tables.window(k) for k in keys}
-        tw = context.partition_time_window
-        window = TimeWindow(_ms(tw.start), _ms(tw.end), tables.lateness_ms)
+        window = tables.time_window(context.partition_time_window)
         name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
         if window.state() == "future":
             context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")

@@ -98,6 +98,8 @@ def _insert_asset(
         # (lateness widens time windows: it goes with a partitions_def only)
         if v is not None and k != "tags" and (options["partitions_def"] or k != "allowed_lateness")
     }
+    if insert.lookback_ms:
+        given["lookback"] = timedelta(milliseconds=insert.lookback_ms)
 
     @kafka_streaming_asset(
         sources=insert.sources,
@@ -111,7 +113,11 @@ def _insert_asset(
     )
     def _sql_asset(context: Any, **frames: Any) -> Any:
         spark = next(iter(frames.values())).sparkSession
-        return insert.run_query(spark, frames)
+        window = None
+        if insert.mode == RunMode.WINDOWS:
+            tw = context.partition_time_window
+            window = (int(tw.start.timestamp() * 1000), int(tw.end.timestamp() * 1000))
+        return insert.run_query(spark, frames, window)
 
     return _sql_asset
 

@@ -72,7 +72,8 @@ def _bounds(table: ResolvedTable, window: TimeWindow | None) -> tuple[Any, Any]:
     ts = F.unix_millis(F.col("__dkf_timestamp"))
     if table.spec.is_upsert:  # the changelog as of the window's end
         return ts < F.lit(window.end_ms), F.lit(False)
-    return (ts >= F.lit(window.start_ms)) & (ts < F.lit(window.end_ms)), ts < F.lit(window.start_ms)
+    start = F.lit(window.read_start_ms)
+    return (ts >= start) & (ts < F.lit(window.end_ms)), ts < start
 
 
 def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> InputStats:

@@ -1,7 +1,8 @@
 """Time windows → offset ranges: what a run over a window of record timestamps reads.
 
 A window ``[start, end)`` reads, in each partition, from the first offset whose timestamp is at
-or after ``start`` to the first offset whose timestamp is at or after ``end + lateness`` (through
+or after ``start`` (less the window's lookback, for aggregations whose windows begin in the
+previous one) to the first offset whose timestamp is at or after ``end + lateness`` (through
 offsets-for-times, end exclusive: Flink's ``timestamp`` startup and bounded modes), and keeps the
 records whose timestamp lies in the window. Records of the window written after that stop
 offset arrived later than the allowed lateness; records in the range with earlier timestamps
@@ -42,18 +43,27 @@ def iso(ms: int) -> str:
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """A window of record timestamps ``[start_ms, end_ms)`` and how late records may arrive.
+    """A window of record timestamps ``[start_ms, end_ms)``, how late records may arrive and how
+    far before its start a run reads too.
 
     Example:
-        >>> w = TimeWindow(0, 3_600_000, lateness_ms=60_000)
-        >>> w.stop_ms, w.state(now_ms=3_000_000)
-        (3660000, 'open')
+        >>> w = TimeWindow(3_600_000, 7_200_000, lateness_ms=60_000, lookback_ms=600_000)
+        >>> w.read_start_ms, w.stop_ms, w.state(now_ms=7_000_000)
+        (3000000, 7260000, 'open')
     """
 
     start_ms: int
     end_ms: int
     #: Records up to this long after the window's end still count (Flink's allowed lateness).
     lateness_ms: int = 0
+    #: Records this long before the window's start are read and kept too: hopping windows that
+    #: end in this window begin up to ``size - slide`` before it.
+    lookback_ms: int = 0
+
+    @property
+    def read_start_ms(self) -> int:
+        """The earliest record timestamp a run over the window reads."""
+        return self.start_ms - self.lookback_ms
 
     @property
     def stop_ms(self) -> int:
@@ -78,7 +88,7 @@ def window_spec(spec: KafkaTableSpec, window: TimeWindow) -> KafkaTableSpec:
     options = {k: v for k, v in spec.options.items() if k not in _WINDOW_REPLACED}
     if not spec.is_upsert:
         options["scan.startup.mode"] = "timestamp"
-        options["scan.startup.timestamp-millis"] = str(window.start_ms)
+        options["scan.startup.timestamp-millis"] = str(window.read_start_ms)
     options["scan.bounded.mode"] = "timestamp"
     options["scan.bounded.timestamp-millis"] = str(window.stop_ms)
     with warnings.catch_warnings():  # the table's own options were warned about when declared
@@ -115,11 +125,11 @@ def check_retention(
     reasons: dict[TopicPartition, str] = {}
     for tp, low in sorted(edge.items()):
         first = stamps.get(tp)
-        if first is not None and first <= window.start_ms:
+        if first is not None and first <= window.read_start_ms:
             continue
         seen = "nothing is retained" if first is None else f"its first record is at {iso(first)}"
         reasons[tp] = (
-            f"Records of window [{iso(window.start_ms)}, {iso(window.end_ms)}) in "
+            f"Records of window [{iso(window.read_start_ms)}, {iso(window.end_ms)}) in "
             f"{tp[0]}-{tp[1]} may have been deleted by retention: the log starts at offset {low} "
             f"and {seen}"
         )
@@ -149,7 +159,7 @@ def window_ranges(
 
     out: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
     for key, window in windows.items():
-        starts, stops = at(window.start_ms), at(window.stop_ms)
+        starts, stops = at(window.read_start_ms), at(window.stop_ms)
         out[key] = {
             tp: (min(starts[tp], ends[tp]), min(max(stops[tp], starts[tp]), ends[tp]))
             for tp in partitions

@@ -7,10 +7,12 @@ runs give Flink's result (:class:`RunMode`):
 - ``INCREMENTAL``: a stateless query (projections, filters, functions, ``UNION ALL``, window
   assignment without aggregation) maps every record on its own, so each run reads only the
   records after the checkpoint, as a Flink job would process them.
-- ``WINDOWS``: a window aggregation (``TUMBLE``/``CUMULATE``, or ``HOP`` whose slide equals its
-  size) on an asset partitioned by time windows that hold whole aggregation windows: each
-  partition run reads exactly its records (by the Kafka record timestamp, which must be the
-  window's time column) and emits final window results, as Flink does when the watermark passes.
+- ``WINDOWS``: a window aggregation (``TUMBLE``, ``HOP``, ``CUMULATE``) on an asset partitioned
+  by time windows whose bounds are window bounds: each partition run reads its records (by the
+  Kafka record timestamp, which must be the window's time column) and emits the final results
+  of the windows that end in it, as Flink does when the watermark passes. Hopping windows
+  begin up to ``size - slide`` before the partition that holds their end, so a run reads that
+  much earlier too (:attr:`SqlInsert.lookback_ms`).
 - ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
   into an ``upsert-kafka`` sink: each run reads every source from its startup position and
   writes the results again; the upsert topic's latest value per key is then Flink's result.
@@ -36,7 +38,7 @@ from ..errors import FlinkSqlError, KafkaConnectorError, KafkaOptionsError
 from ..options import KafkaTableSpec, StartupMode
 from .parser import parse_flink_sql
 from .statements import CreateTable, CreateView, InsertInto, SetOption
-from .translate import SparkQuery, WindowCall, translate_query
+from .translate import WINDOW_BOUNDS, SparkQuery, WindowCall, translate_query
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -78,6 +80,8 @@ class SqlInsert:
         mode: how runs read the sources.
         statement_set: the statement set it belongs to, if any.
         line: the line of the ``INSERT`` in the script.
+        lookback_ms: how long before its time partition a ``WINDOWS`` run reads (the longest
+            ``size - slide`` of its hopping windows).
     """
 
     name: str
@@ -91,9 +95,18 @@ class SqlInsert:
     line: int = 1
     #: Spark session settings from the script's ``SET`` statements.
     spark_settings: tuple[tuple[str, str], ...] = ()
+    lookback_ms: int = 0
 
-    def run_query(self, spark: SparkSession, frames: Mapping[str, DataFrame]) -> DataFrame:
+    def run_query(
+        self,
+        spark: SparkSession,
+        frames: Mapping[str, DataFrame],
+        window: tuple[int, int] | None = None,
+    ) -> DataFrame:
         """Run the query over the source DataFrames; columns named and typed as the sink's.
+
+        ``window`` (epoch milliseconds ``[start, end)`` of the run's time partitions) keeps the
+        hopping windows that end in it; without, every window is kept.
 
         The tables and views are registered as temporary views of ``spark`` (the frames'
         session); the
@@ -115,9 +128,10 @@ class SqlInsert:
                 session.conf.set(key, value)
             for name, frame in frames.items():
                 frame.createOrReplaceTempView(name)
+            bounds = dict(zip(WINDOW_BOUNDS, window or (None, None), strict=True))
             for name, text in self.views:
-                session.sql(text).createOrReplaceTempView(name)
-            result = session.sql(self.query.text)
+                session.sql(text, args=bounds).createOrReplaceTempView(name)
+            result = session.sql(self.query.text, args=bounds)
         finally:
             for key, old in before.items():
                 if old is None:
@@ -169,11 +183,12 @@ class FlinkSqlPipeline:
 
 
 def _window_fits(window: WindowCall, period_ms: int, start_ms: int) -> bool:
-    """True when every aggregation window lies inside one partition window."""
-    if window.kind == "HOP" and window.step_ms != window.size_ms:
+    """True when partition bounds are window bounds: every window ends in exactly one
+    partition, and (but for hopping windows, which a run reads back for) lies inside it."""
+    if window.kind == "HOP" and window.step_ms != window.size_ms and not window.bounded:
         return False
-    size = window.size_ms
-    return period_ms % size == 0 and (start_ms - window.offset_ms) % size == 0
+    unit = window.step_ms if window.bounded else window.size_ms
+    return period_ms % unit == 0 and (start_ms - window.offset_ms) % unit == 0
 
 
 def _timestamp_columns(tables: Mapping[str, KafkaTableSpec]) -> set[str]:
@@ -212,11 +227,12 @@ def _mode(
         time_columns = _timestamp_columns(sources)
         for w in query.windows:
             if not _window_fits(w, period, start):
+                legacy = " (use TABLE(HOP(...)); the group window HOP runs only with slide = size)"
                 raise FlinkSqlError(
                     f"{w.kind} window of {w.size_ms} ms (step {w.step_ms} ms) does not fit the "
-                    f"{period} ms time partitions: each partition run must hold whole windows "
-                    f"(partition length a multiple of the window size, aligned to it; HOP only "
-                    f"with slide = size).",
+                    f"{period} ms time partitions: partition bounds must be window bounds (the "
+                    f"partition length a multiple of the window size, or of the slide for HOP, "
+                    f"aligned to it){legacy if w.kind == 'HOP' and not w.bounded else ''}.",
                     line=w.line,
                     column=w.column,
                 )
@@ -389,6 +405,9 @@ def plan_flink_sql(
                 st.statement_set,
                 st.line,
                 spark_settings,
+                max((w.size_ms - w.step_ms for w in query.windows if w.bounded), default=0)
+                if mode == RunMode.WINDOWS
+                else 0,
             )
         )
     targets = [i.name for i in inserts]

@@ -33,7 +33,14 @@ from ..errors import FlinkSqlError, KafkaOptionsError
 from ..options import parse_flink_type
 from .lexer import EOF, IDENT, NUMBER, STRING, SYMBOL, Token, tokenize
 
-__all__ = ["SparkQuery", "WindowCall", "spark_string", "translate_expression", "translate_query"]
+__all__ = [
+    "WINDOW_BOUNDS",
+    "SparkQuery",
+    "WindowCall",
+    "spark_string",
+    "translate_expression",
+    "translate_query",
+]
 
 #: Aggregate functions: a query calling one outside OVER keeps per-group state.
 AGGREGATES = frozenset(
@@ -84,7 +91,9 @@ class WindowCall:
     """One window of a query: ``kind`` TUMBLE, HOP or CUMULATE, its sizes and time column.
 
     ``size_ms`` is the window's (largest) length; ``step_ms`` the slide (HOP) or step
-    (CUMULATE), equal to the size for TUMBLE.
+    (CUMULATE), equal to the size for TUMBLE. ``bounded`` is true for a window table function
+    whose windows the query keeps only when they end inside the run's time bounds (see
+    :data:`WINDOW_BOUNDS`).
     """
 
     kind: str
@@ -94,6 +103,13 @@ class WindowCall:
     offset_ms: int
     line: int
     column: int
+    bounded: bool = False
+
+
+#: The named parameters (epoch milliseconds, or NULL for no bound) of a translated query that
+#: has hopping windows: only windows ending in ``(start, end]`` are kept, so a run over a time
+#: partition emits the windows that end in it, though it reads records from before its start.
+WINDOW_BOUNDS = ("dkf_window_start", "dkf_window_end")
 
 
 @dataclass(frozen=True)
@@ -336,7 +352,10 @@ class _Translator:
         offset = self.interval_ms(*named["OFFSET"]) if "OFFSET" in named else 0
         if kind == "CUMULATE" and size % step:
             raise self.error("CUMULATE's size must be a multiple of its step", fn)
-        self.windows.append(WindowCall(kind, column, size, step, offset, fn.line, fn.column))
+        bounded = kind == "HOP" and step != size
+        self.windows.append(
+            WindowCall(kind, column, size, step, offset, fn.line, fn.column, bounded)
+        )
         return _window_subquery(kind, data, column, size, step, offset), outer_end + 1
 
     def group_window(self, k: int, args: list[tuple[int, int]]) -> str:
@@ -478,10 +497,15 @@ def _window_subquery(kind: str, data: str, column: str, size: int, step: int, of
     time = "window_end - INTERVAL '0.001' SECOND AS window_time"
     if kind in ("TUMBLE", "HOP"):
         w = _spark_window(column, size, step, offset)
+        where = ""
+        if step != size:  # hopping: keep the windows that end within the run's bounds
+            end = "unix_millis(CAST(window_end AS TIMESTAMP))"
+            lo, hi = (f"CAST(:{p} AS BIGINT)" for p in WINDOW_BOUNDS)
+            where = f" WHERE ({lo} IS NULL OR {end} > {lo}) AND ({hi} IS NULL OR {end} <= {hi})"
         return (
             f"(SELECT __dkf_r.*, window_start, window_end, {time} FROM (SELECT __dkf_r, "
             f"__dkf_w.start AS window_start, __dkf_w.end AS window_end FROM (SELECT struct(*) "
-            f"AS __dkf_r, {w} AS __dkf_w FROM {data})))"
+            f"AS __dkf_r, {w} AS __dkf_w FROM {data})){where})"
         )
     # CUMULATE: windows [start, start + k * step) for every k whose end is past the row's time.
     w = _spark_window(column, size, size, offset)

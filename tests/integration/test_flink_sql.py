@@ -329,3 +329,32 @@ def test_cumulating_windows_per_hourly_partition(
         "2026-11-20 00:45:00": 7,
         "2026-11-20 01:00:00": 15,
     }
+
+
+def test_hopping_windows_per_hourly_partition_read_back_a_slide(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    hourly = HourlyPartitionsDefinition(start_date="2026-11-20-00:00")
+    defs = build_flink_sql_definitions(
+        script("hop_hourly.sql", source, sink), partitions_def=hourly
+    )
+    minutes = [5, 25, 55, 65, 75, 125]  # 125: windows ending in the third hour, not run
+    send(kafka_bootstrap, source, [({"amount": m}, at(m)) for m in minutes])
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance, partition_key="2026-11-20-01:00")
+    run(defs, resources, instance, partition_key="2026-11-20-00:00")
+    rows = sorted(
+        (v["window_start"][11:16], v["window_end"][11:16], v["payments"], v["total"])
+        for v in values(kafka_bootstrap, sink)
+    )
+    assert rows == [
+        ("00:00", "00:20", 1, 5),
+        ("00:10", "00:30", 1, 25),
+        ("00:20", "00:40", 1, 25),
+        ("00:40", "01:00", 1, 55),
+        ("00:50", "01:10", 2, 120),
+        ("01:00", "01:20", 2, 140),
+        ("01:10", "01:30", 1, 75),
+        ("23:50", "00:10", 1, 5),
+    ]

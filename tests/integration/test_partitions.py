@@ -290,6 +290,15 @@ def test_only_time_windows_partition_a_streaming_asset() -> None:
     assert exc.value.keys == ("partitions_def",)
 
 
+@pytest.mark.parametrize("name", ["allowed_lateness", "lookback"])
+def test_window_durations_need_time_partitions_and_a_sign(name: str) -> None:
+    with pytest.raises(KafkaOptionsError, match=f"{name} applies to time windows") as exc:
+        windowed("t", "o", partitions_def=None, **{name: timedelta(minutes=5)})
+    assert exc.value.keys == (name, "partitions_def")
+    with pytest.raises(KafkaOptionsError, match=f"{name} must be a timedelta >= 0"):
+        windowed("t", "o", **{name: timedelta(minutes=-5)})
+
+
 def test_rerunning_a_window_into_upsert_kafka_rewrites_the_same_keys(
     kafka_bootstrap, new_topic, resources
 ) -> None:

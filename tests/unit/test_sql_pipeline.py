@@ -271,3 +271,44 @@ def test_distinct_inside_an_aggregate_is_the_aggregates_state() -> None:
         windows=(HOUR, 0),
     )
     assert windows.inserts[0].mode == RunMode.WINDOWS
+
+
+HOP = (
+    "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), "
+    "INTERVAL '{slide}' MINUTE, INTERVAL '{size}' MINUTE)) GROUP BY window_start;"
+)
+
+
+def test_hopping_windows_on_time_partitions_read_back_size_minus_slide() -> None:
+    plan = plan_flink_sql(
+        table("t", columns=TS) + table("s", columns=SINK) + HOP.format(slide=10, size=45),
+        windows=(HOUR, 0),
+    )
+    insert = plan.inserts[0]
+    assert (insert.mode, insert.lookback_ms) == (RunMode.WINDOWS, 35 * 60_000)
+    assert ":dkf_window_start" in insert.query.text
+    unpartitioned = plan_flink_sql(
+        table("t", columns=TS, extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", "upsert-kafka", columns=SINK + ", PRIMARY KEY (ws) NOT ENFORCED")
+        + HOP.format(slide=10, size=45)
+    )
+    assert (unpartitioned.inserts[0].mode, unpartitioned.inserts[0].lookback_ms) == (
+        RunMode.RECOMPUTE,
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (HOP.format(slide=7, size=14), "or of the slide for HOP"),
+        (
+            "INSERT INTO s SELECT HOP_START(ts, INTERVAL '10' MINUTE, INTERVAL '20' MINUTE), "
+            "COUNT(*) FROM t GROUP BY HOP(ts, INTERVAL '10' MINUTE, INTERVAL '20' MINUTE);",
+            "use TABLE\\(HOP",
+        ),
+    ],
+)
+def test_hopping_windows_that_cannot_run_per_partition(query: str, words: str) -> None:
+    with pytest.raises(FlinkSqlError, match=words):
+        plan_flink_sql(table("t", columns=TS) + table("s", columns=SINK) + query, windows=(HOUR, 0))
