@@ -81,6 +81,16 @@ DEPARTURES: tuple[str, ...] = (
     "UTF-16, UTF-16BE, UTF-16LE, UTF-32, in any spelling Python knows); others are rejected when "
     "the table is declared, where Flink takes any Java charset.",
     "Flink SQL: reserved words may be used unquoted as column names where unambiguous; an empty "
-    "column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Query text is kept "
-    "as written and run by Spark SQL.",
+    "column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Queries are "
+    "translated to Spark SQL; what has no faithful translation on bounded runs "
+    "(`MATCH_RECOGNIZE`, `SESSION` windows, `FOR SYSTEM_TIME AS OF`, `LATERAL TABLE`) is refused "
+    "with its line and column. A qualified name (`catalog.database.table`) reads the table "
+    "declared under its last part.",
+    "Flink SQL state: a stateful query runs either per time partition (window aggregations whose "
+    "time column is the Kafka record timestamp; watermark expressions are parsed, and the "
+    "asset's `allowed_lateness` plays the watermark delay) or recomputed from fixed startup "
+    "positions into an `upsert-kafka` sink; anything else is refused where Flink would keep "
+    "state across an unbounded stream.",
+    "Computed columns are Flink SQL in DDL (translated to Spark SQL); declared through the Python "
+    "or YAML API, `expression` is a Spark SQL expression.",
 )

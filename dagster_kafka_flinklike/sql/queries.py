@@ -67,7 +67,12 @@ def query_sources(tokens: list[Token]) -> tuple[str, ...]:
     FROM inside a function call (``EXTRACT(YEAR FROM ts)``, ``TRIM(x FROM y)``) is skipped: only
     the top level and parenthesised subqueries count.
     """
-    found: list[str] = []
+    return tuple(dict.fromkeys(name for name, _, _ in table_references(tokens)))
+
+
+def table_references(tokens: list[Token]) -> list[tuple[str, int, int]]:
+    """Each table name a query reads, as ``(qualified name, first token, token after it)``."""
+    found: list[tuple[str, int, int]] = []
     # per open parenthesis: is it a subquery (true) or a function call / expression (false)?
     contexts: list[bool] = []
     i = 0
@@ -85,12 +90,12 @@ def query_sources(tokens: list[Token]) -> tuple[str, ...]:
             and (tok.is_word("FROM", "JOIN") or (_symbol(tok, ",") and _in_from_list(tokens, i)))
         ):
             name, j = _name_at(tokens, i + 1)
-            if name and name not in found:
-                found.append(name)
+            if name:
+                found.append((name, i + 1, j))
             i = max(j, i + 1)
             continue
         i += 1
-    return tuple(found)
+    return found
 
 
 def _in_from_list(tokens: list[Token], comma: int) -> bool:

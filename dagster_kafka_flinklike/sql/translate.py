@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..errors import FlinkSqlError, KafkaOptionsError
 from ..options import parse_flink_type
 from .lexer import EOF, IDENT, NUMBER, STRING, SYMBOL, Token, tokenize
+from .queries import table_references
 
 __all__ = [
     "WINDOW_BOUNDS",
@@ -149,6 +150,10 @@ class _Translator:
         self.tokens = tokens
         self.stateful: list[tuple[str, int, int]] = []
         self.windows: list[WindowCall] = []
+        # qualified table names (catalog.database.table): Spark reads the table's view by name
+        self.qualified = {
+            start: end for _, start, end in table_references(tokens) if end - start > 1
+        }
 
     # -- helpers ---------------------------------------------------------------------------
     def error(self, message: str, tok: Token) -> FlinkSqlError:
@@ -217,6 +222,9 @@ class _Translator:
         if tok.kind == SYMBOL and tok.value == "(":
             end = self.close(k)
             return f"({self.seq(k + 1, end)})", end + 1
+        if k in self.qualified:
+            last = self.qualified[k] - 1
+            return self.tokens[last].text, last + 1
         if tok.kind != IDENT:
             return tok.text, k + 1
         word = tok.value.upper()

@@ -312,3 +312,17 @@ def test_hopping_windows_on_time_partitions_read_back_size_minus_slide() -> None
 def test_hopping_windows_that_cannot_run_per_partition(query: str, words: str) -> None:
     with pytest.raises(FlinkSqlError, match=words):
         plan_flink_sql(table("t", columns=TS) + table("s", columns=SINK) + query, windows=(HOUR, 0))
+
+
+def test_qualified_table_names_read_the_declared_tables() -> None:
+    plan = plan_flink_sql(
+        table("t", columns=TS)
+        + table("s", columns="x INT")
+        + "INSERT INTO default_catalog.default_database.s SELECT t.x FROM "
+        "default_catalog.default_database.t WHERE t.x > 0 UNION ALL SELECT u.x FROM "
+        "`default_database`.`t` AS u;"
+    )
+    insert = plan.inserts[0]
+    assert (insert.name, sorted(insert.sources)) == ("s", ["t"])
+    assert "FROM t WHERE t . x > 0" in insert.query.text
+    assert "FROM `t` AS u" in insert.query.text
