@@ -30,6 +30,8 @@ from dagster import (
     MetadataValue,
     Output,
     PartitionsDefinition,
+    TableColumn,
+    TableSchema,
     TimeWindowPartitionsDefinition,
     multi_asset,
 )
@@ -48,6 +50,7 @@ from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import metrics as m
 from .run.batches import SOURCE_NAME, parse_batch_key
+from .run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
 from .run.windows import TimeWindow
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
 from .translator import ROW_COUNT, KafkaTranslator, table_metadata
@@ -158,6 +161,32 @@ def latest_checkpoint(instance: DagsterInstance, key: AssetKey) -> OffsetsCheckp
     return checkpoint_of(event.asset_materialization.metadata)
 
 
+def saved_schemas(instance: DagsterInstance, key: AssetKey) -> dict[str, dict[str, str]]:
+    """The inferred source schemas of the asset's last materialization, by source name."""
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return {
+        name[len(SCHEMA_METADATA_PREFIX) :]: {c.name: c.type for c in value.schema.columns}
+        for name, value in event.asset_materialization.metadata.items()
+        if name.startswith(SCHEMA_METADATA_PREFIX) and hasattr(value, "schema")
+    }
+
+
+def _schema_metadata(run: StreamingRun) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, read in run.sources.items():
+        if read.schema is None:
+            continue
+        columns = [TableColumn(n, t) for n, t in read.schema.to_json().items()]
+        out[SCHEMA_METADATA_PREFIX + name] = MetadataValue.table_schema(TableSchema(columns))
+        changes = [str(c) for c in read.schema.changes]
+        changes += [f"refused (incompatible): {c}" for c in read.schema.refused]
+        if changes:
+            out[CHANGES_METADATA_PREFIX + name] = MetadataValue.json(changes)
+    return out
+
+
 def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> dict[str, Any]:
     metrics = run.metadata()
     out: dict[str, Any] = {
@@ -168,6 +197,7 @@ def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> dict[s
     samples = [s for r in run.sources.values() for s in r.dirty.samples]
     if samples:
         out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
+    out.update(_schema_metadata(run))
     return out
 
 
@@ -468,6 +498,11 @@ def _materialize(
         window=window,
         windows=windows,
         ranges=ranges,
+        schemas=(
+            saved_schemas(context.instance, key)
+            if any(s.infers_schema for s in tables.sources.values())
+            else {}
+        ),
     )
     try:
         frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}

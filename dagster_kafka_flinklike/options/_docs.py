@@ -59,7 +59,7 @@ def _option_rows(options: list[ConfigOption], prefix: str = "") -> list[str]:
 
 def _connector_options() -> list[str]:
     lines = ["## Connector options", ""]
-    for section in ("General", "Source", "Sink", "Dirty data"):
+    for section in ("General", "Source", "Sink", "Schema inference", "Dirty data"):
         lines += [f"### {section}", ""]
         lines += _option_rows([o for o in OPTIONS if o.section == section])
         lines.append("")

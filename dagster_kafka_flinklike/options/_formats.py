@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
+from ._types import FlinkType, parse_flink_type
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
            "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
@@ -118,6 +119,43 @@ def _charset(key: str, text: str) -> str:
     return text.strip()
 
 
+def parse_fixed_types(key: str, text: str) -> dict[str, FlinkType]:
+    """``json.infer-schema.fixed-types`` (``id BIGINT, name VARCHAR(10)``) as field types.
+
+    Example:
+        >>> {k: str(t) for k, t in parse_fixed_types("k", "id BIGINT, `n` DECIMAL(10, 2)").items()}
+        {'id': 'BIGINT', 'n': 'DECIMAL(10, 2)'}
+
+    Raises:
+        KafkaOptionsError: an entry is not ``<field> <Flink type>``, naming the option.
+    """
+    out: dict[str, FlinkType] = {}
+    depth, start = 0, 0
+    entries: list[str] = []
+    for i, ch in enumerate(text + ","):
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            entries.append(text[start:i].strip())
+            start = i + 1
+    for entry in entries:
+        name, _, type_text = entry.partition(" ")
+        name = name.strip("`")
+        if not name or not type_text.strip():
+            raise KafkaOptionsError(
+                f"Option '{key}' has entry {entry!r}; write '<field> <type>' pairs separated by "
+                f"commas, e.g. 'id BIGINT, name VARCHAR(10)'.",
+                keys=(key,),
+            )
+        try:
+            out[name] = parse_flink_type(type_text.strip())
+        except KafkaOptionsError as exc:
+            raise KafkaOptionsError(f"Option '{key}', field '{name}': {exc}", keys=(key,)) from None
+    return out
+
+
 def _fo(key: str, type_: str, default: str | None, description: str, parse: Any) -> ConfigOption:
     return ConfigOption(key, type_, default, description, parse=parse, section="Format")
 
@@ -141,6 +179,15 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
             "Write DECIMAL as plain digits, never in scientific notation.", parse_bool),
         _fo("encode.ignore-null-fields", "Boolean", "false",
             "Leave out fields whose value is null when encoding.", parse_bool),
+        _fo("infer-schema.primitive-as-string", "Boolean", "false",
+            "Schema inference (a table without columns): every inferred type is STRING.",
+            parse_bool),
+        _fo("infer-schema.flatten-nested-columns.enable", "Boolean", "false",
+            "Schema inference: an object's fields become columns named 'parent.child' "
+            "(recursively) instead of one STRING column holding its JSON text.", parse_bool),
+        _fo("infer-schema.fixed-types", "String", None,
+            "Schema inference: fields whose type is given, not inferred, e.g. 'id BIGINT, name "
+            "VARCHAR(10)'.", parse_fixed_types),
     ),
     "csv": (
         _fo("field-delimiter", "String", ",",
@@ -169,9 +216,9 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
     ),
 }  # fmt: skip
 
-# Vendor (data-ingestion) JSON options the seeds document; they drive schema inference.
+# Vendor (data-ingestion) JSON options the seeds document that this project does not support.
 UNSUPPORTED_FORMAT_OPTIONS = {
-    "json": ("infer-schema.", "decode.parser-table-id.fields"),
+    "json": ("decode.parser-table-id.fields",),
 }
 
 
@@ -233,8 +280,8 @@ def _unknown_format_option(
     for unsupported in UNSUPPORTED_FORMAT_OPTIONS.get(name, ()):
         if option == unsupported or (unsupported.endswith(".") and option.startswith(unsupported)):
             return KafkaOptionsError(
-                f"Option '{key}' is not supported: it configures schema inference of data "
-                f"ingestion; declare the table's columns instead.",
+                f"Option '{key}' is not supported: it routes records to tables of a "
+                f"multi-table data-ingestion source; read one table per topic instead.",
                 keys=(key,),
             )
     close = closest(option, declared)

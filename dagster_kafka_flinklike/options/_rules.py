@@ -378,3 +378,34 @@ def raw_single_field(fmt: str, columns: Sequence[str], option_key: str) -> None:
             f"'raw' would carry {len(columns)}: {', '.join(columns) or '(none)'}.",
             keys=(option_key,),
         )
+
+
+#: Options that act only when a table's columns are inferred.
+INFERENCE_OPTIONS = (
+    "scan.max.pre.fetch.records",
+    "schema.inference.strategy",
+    "json.infer-schema.primitive-as-string",
+    "json.infer-schema.flatten-nested-columns.enable",
+    "json.infer-schema.fixed-types",
+)
+
+
+def schema_inference(
+    opts: Mapping[str, str], value_format: str, columns: tuple[Column, ...], prefetch: int
+) -> None:
+    """Inference options act on JSON tables that declare no physical column; elsewhere they
+    are accepted with a warning, as options that do not apply."""
+    if prefetch < 0:
+        raise KafkaOptionsError(
+            f"Option 'scan.max.pre.fetch.records' must be >= 0, got {prefetch}.",
+            keys=("scan.max.pre.fetch.records",),
+        )
+    given = [k for k in opts if k.removeprefix("value.") in INFERENCE_OPTIONS]
+    declared = any(c.is_physical for c in columns)
+    if given and (declared or value_format != "json"):
+        why = "declares its columns" if declared else f"has value format '{value_format}'"
+        warn(
+            f"Option(s) {', '.join(given)} infer the columns of a JSON table that declares no "
+            f"physical column; this table {why}, so they have no effect.",
+            *given,
+        )

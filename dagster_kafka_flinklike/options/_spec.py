@@ -143,6 +143,10 @@ class KafkaTableSpec:
     sink_buffer_flush_max_rows: int = 0
     sink_buffer_flush_interval_ms: int = 0
     dead_letter_topic: str | None = None
+    #: Schema inference: records sampled per partition (``scan.max.pre.fetch.records``) and
+    #: the strategy (``schema.inference.strategy``: continuous or static).
+    prefetch_records: int = 50
+    inference_strategy: str = "continuous"
     #: The user class that ``sink.partitioner`` names, imported once when the table is declared
     #: (None for the built-in partitioners).
     partitioner_class: type | None = field(default=None, compare=False, repr=False)
@@ -288,6 +292,7 @@ class KafkaTableSpec:
                     key_format.name, [by_name[n] for n in key_fields if n in by_name], "key.format"
                 )
 
+        rules.schema_inference(opts, value_format.name, cols, parsed["scan.max.pre.fetch.records"])
         interval = _discovery_interval(opts, parsed["scan.topic-partition-discovery.interval"])
         return cls(
             options=dict(opts),
@@ -325,6 +330,8 @@ class KafkaTableSpec:
             sink_buffer_flush_max_rows=parsed["sink.buffer-flush.max-rows"],
             sink_buffer_flush_interval_ms=parsed["sink.buffer-flush.interval"],
             dead_letter_topic=parsed["ingestion.dead-letter.topic"],
+            prefetch_records=parsed["scan.max.pre.fetch.records"],
+            inference_strategy=parsed["schema.inference.strategy"],
             partitioner_class=(
                 _partitioner_class(parsed["sink.partitioner"]) if "sink" in uses else None
             ),
@@ -392,6 +399,12 @@ class KafkaTableSpec:
     def client_id_prefix(self) -> str | None:
         """``properties.client.id.prefix``: prefix of the client ids of the connector's clients."""
         return self.properties.get("client.id.prefix")
+
+    @property
+    def infers_schema(self) -> bool:
+        """True when reading infers the value columns: a JSON table declaring no physical
+        column (see :mod:`~dagster_kafka_flinklike.source.inference`)."""
+        return self.value_format.name == "json" and not self.physical_columns
 
     @property
     def physical_columns(self) -> tuple[Column, ...]:

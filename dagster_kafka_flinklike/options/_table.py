@@ -317,6 +317,16 @@ OPTIONS: tuple[ConfigOption, ...] = (
     _opt("sink.buffer-flush.interval", "Duration", "0 s",
          "upsert-kafka: flush interval of the buffer; see 'sink.buffer-flush.max-rows'.",
          parse=parse_duration_ms, connectors=(UPSERT_KAFKA,), **_SNK),
+    _opt("scan.max.pre.fetch.records", "Integer", "50",
+         "Schema inference (a JSON table that declares no physical columns): how many of the "
+         "newest records of each partition the first run samples under the 'static' strategy; "
+         "0 infers nothing (only 'json.infer-schema.fixed-types').",
+         parse=parse_int, roles=("source",), section="Schema inference"),
+    _opt("schema.inference.strategy", "Enum", "continuous",
+         "Schema inference: 'continuous' infers from every record each run reads and widens the "
+         "schema kept from earlier runs; 'static' infers once (first run) and keeps it.",
+         parse=parse_choice("continuous", "static"), roles=("source",),
+         section="Schema inference"),
     _opt("ingestion.ignore-errors", "Boolean", "false",
          "Skip and collect records that fail to decode instead of failing the run.",
          parse=parse_bool, roles=("source",), section="Dirty data"),
@@ -332,9 +342,9 @@ OPTIONS: tuple[ConfigOption, ...] = (
 # Keys (or key prefixes ending in '.') the seeds document that this project does not support,
 # with the reason shown to the user instead of a plain "unknown option".
 UNSUPPORTED_OPTIONS: dict[str, str] = {
-    "scan.max.pre.fetch.records": "schema inference is not supported; declare the columns",
-    "schema.inference.strategy": "schema inference is not supported; declare the columns",
-    "scan.value.initial-schemas.ddls": "schema inference is not supported; declare the columns",
+    "scan.value.initial-schemas.ddls": "initial schemas of a multi-table data-ingestion source "
+    "are not supported; declare the table's columns (or some, with "
+    "'json.infer-schema.fixed-types')",
     "metadata.list": "declare metadata columns ('METADATA FROM ...') instead",
     "partition.strategy": "use 'sink.partitioner'",
     "sink.tableId-to-topic.mapping": "CDC table routing is not supported; use one table per topic",

@@ -28,6 +28,7 @@ from .decode import DecodedTable, decode_table
 from .dirty import DirtyData, apply_dirty_policy
 from .plan import pending_records, plan_table, read_min_splits
 from .read import read_table
+from .schema import InferredSchema, flattened, infer_schema, with_schema
 from .tables import KafkaClients, ResolvedTable, resolve_table
 from .windows import TimeWindow, check_retention, window_ranges, window_spec
 from .write import is_exactly_once, open_transaction, write_dead_letters, write_table
@@ -51,6 +52,8 @@ class SourceRead:
     committed: dict[TopicPartition, int] = field(default_factory=dict)
     #: Why a start moved or a window may be incomplete (offset resets, retention).
     notes: dict[TopicPartition, str] = field(default_factory=dict)
+    #: The columns inferred for a table that declares none (:mod:`.schema`).
+    schema: InferredSchema | None = None
 
     @property
     def frame(self) -> DataFrame:
@@ -79,6 +82,8 @@ class StreamingRun:
             offset ranges go into the metadata one by one.
         ranges: read exactly these offset ranges (an offset batch, :mod:`.batches`) instead of
             resuming from a checkpoint; like a window, such a run moves no checkpoint.
+        schemas: the inferred schemas the last run saved, by source name (for sources that
+            declare no columns, :mod:`.schema`).
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -98,6 +103,7 @@ class StreamingRun:
     window: TimeWindow | None = None
     windows: Mapping[str, TimeWindow] = field(default_factory=dict)
     ranges: OffsetRanges | None = None
+    schemas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     clients: KafkaClients = field(default_factory=KafkaClients)
     sources: dict[str, SourceRead] = field(default_factory=dict)
     write_result: WriteResult | None = None
@@ -170,9 +176,23 @@ class StreamingRun:
             notes.update(check_retention(table, admin, plan, self.window))
         for reason in notes.values():
             self.log.warning(reason)
-        decoded = decode_table(table, read_table(self.spark, table, plan), self.window)
+        raw = read_table(self.spark, table, plan)
+        schema = None
+        if table.spec.infers_schema:
+            schema = infer_schema(table, raw, admin, plan, self.schemas.get(name))
+            for change in schema.changes:
+                self.log.info(f"Source {name}: inferred schema {change}.")
+            for change in schema.refused:
+                self.log.warning(
+                    f"Source {name}: {change} refused as incompatible; records that do not fit "
+                    f"{change.before} are dirty data."
+                )
+            table = with_schema(table, schema)
+        decoded = decode_table(table, raw, self.window)
+        if schema is not None:
+            decoded = replace(decoded, frame=flattened(decoded.frame, table, schema))
         read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
-        read.notes = notes
+        read.notes, read.schema = notes, schema
         self.sources[name] = read  # cached data is released by close() even if dirty fails
         read.dirty = apply_dirty_policy(table, decoded, self.log)
         read.read_s = time.monotonic() - began

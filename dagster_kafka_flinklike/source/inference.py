@@ -27,16 +27,17 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..errors import KafkaOptionsError
-from ..options import FlinkType, parse_flink_type
+from ..options import FlinkType
 
 __all__ = [
     "InferenceSettings",
+    "Observed",
     "SchemaChange",
     "infer_json_fields",
     "json_value_type",
     "merge_fields",
-    "parse_fixed_types",
+    "merge_observed",
+    "observe_json",
     "wider_type",
 ]
 
@@ -117,9 +118,9 @@ def wider_type(a: FlinkType, b: FlinkType) -> FlinkType:
     """The smallest type holding every value of ``a`` and of ``b`` (see the module docs).
 
     Example:
-        >>> str(wider_type(parse_flink_type("INT"), parse_flink_type("DECIMAL(10, 2)")))
+        >>> str(wider_type(FlinkType("INT"), FlinkType("DECIMAL", (10, 2))))
         'DECIMAL(12, 2)'
-        >>> str(wider_type(parse_flink_type("BIGINT"), parse_flink_type("BOOLEAN")))
+        >>> str(wider_type(FlinkType("BIGINT"), FlinkType("BOOLEAN")))
         'STRING'
     """
     a, b = _nullable(a), _nullable(b)
@@ -161,23 +162,26 @@ def _record_fields(
             yield column, settings.type_of(value)
 
 
-def infer_json_fields(
-    values: Iterable[bytes | str | None], settings: InferenceSettings | None = None
-) -> tuple[dict[str, FlinkType], int]:
-    """The merged fields of JSON object ``values`` (in first-seen order) and how many values
-    were not JSON objects (skipped: they are dirty data when read).
+#: Fields as observed: a type, or None for a field seen only as ``null`` (no information yet).
+Observed = dict[str, FlinkType | None]
 
-    Example:
-        >>> fields, bad = infer_json_fields([b'{"id": 1, "p": 2}', b'{"id": 2.5, "q": "x"}', b'[1'])
-        >>> {k: str(v) for k, v in fields.items()}, bad
-        ({'id': 'DOUBLE', 'p': 'BIGINT', 'q': 'STRING'}, 1)
+
+def observe_json(
+    values: Iterable[bytes | str | None],
+    settings: InferenceSettings | None = None,
+    seen: Observed | None = None,
+) -> tuple[Observed, int]:
+    """Observe the fields of JSON object ``values`` into ``seen`` (a new dict by default).
+
+    Returns ``seen`` and how many values were not JSON objects (skipped here: they are dirty
+    data when read). Tombstones and empty values yield no row and are not counted.
     """
     settings = settings or InferenceSettings()
-    seen: dict[str, FlinkType | None] = {}
+    seen = {} if seen is None else seen
     bad = 0
     for raw in values:
         if raw is None or raw in (b"", ""):
-            continue  # tombstones and empty values yield no row
+            continue
         try:
             record = json.loads(raw)
         except ValueError:
@@ -187,22 +191,49 @@ def infer_json_fields(
             bad += 1
             continue
         for column, found in _record_fields(record, settings):
-            if found is None:
-                seen.setdefault(column, None)
-            else:
-                known = seen.get(column)
-                seen[column] = found if known is None else wider_type(known, found)
+            _observe(seen, column, found)
+    return seen, bad
+
+
+def _observe(seen: Observed, column: str, found: FlinkType | None) -> None:
+    known = seen.get(column)
+    if found is None:
+        seen.setdefault(column, None)
+    else:
+        seen[column] = found if known is None else wider_type(known, found)
+
+
+def merge_observed(into: Observed, other: Mapping[str, FlinkType | None]) -> Observed:
+    """``other``'s observations added to ``into`` (observations of another partition)."""
+    for column, found in other.items():
+        _observe(into, column, found)
+    return into
+
+
+def infer_json_fields(
+    values: Iterable[bytes | str | None], settings: InferenceSettings | None = None
+) -> tuple[dict[str, FlinkType], int]:
+    """The merged fields of JSON object ``values`` (in first-seen order; a field seen only as
+    ``null`` is STRING) and how many values were not JSON objects.
+
+    Example:
+        >>> fields, bad = infer_json_fields([b'{"id": 1, "p": 2}', b'{"id": 2.5, "q": "x"}', b'[1'])
+        >>> {k: str(v) for k, v in fields.items()}, bad
+        ({'id': 'DOUBLE', 'p': 'BIGINT', 'q': 'STRING'}, 1)
+    """
+    seen, bad = observe_json(values, settings)
     return {name: t or STRING for name, t in seen.items()}, bad
 
 
 def merge_fields(
-    current: Mapping[str, FlinkType], found: Mapping[str, FlinkType]
+    current: Mapping[str, FlinkType], found: Mapping[str, FlinkType | None]
 ) -> tuple[dict[str, FlinkType], list[SchemaChange]]:
-    """``current`` evolved by ``found``: new columns appended, types widened; none dropped.
+    """``current`` evolved by ``found``: new columns appended (STRING when only ``null`` was
+    seen), types widened; none dropped.
 
     Example:
         >>> merged, changes = merge_fields({"id": FlinkType("INT")},
-        ...                                {"id": FlinkType("BIGINT"), "x": FlinkType("STRING")})
+        ...                                {"id": FlinkType("BIGINT"), "x": None})
         >>> [str(c) for c in changes]
         ['widened column `id` from INT to BIGINT', 'added column `x` STRING']
     """
@@ -210,41 +241,12 @@ def merge_fields(
     changes: list[SchemaChange] = []
     for name, t in found.items():
         before = merged.get(name)
+        if t is None:
+            if before is not None:
+                continue
+            t = STRING
         after = t if before is None else wider_type(before, t)
         if after != before:
             merged[name] = after
             changes.append(SchemaChange(name, before, after))
     return merged, changes
-
-
-def parse_fixed_types(key: str, text: str) -> dict[str, FlinkType]:
-    """``json.infer-schema.fixed-types`` (``id BIGINT, name VARCHAR(10)``) as field types.
-
-    Raises:
-        KafkaOptionsError: an entry is not ``<field> <Flink type>``, naming the option.
-    """
-    out: dict[str, FlinkType] = {}
-    depth, start = 0, 0
-    entries: list[str] = []
-    for i, ch in enumerate(text + ","):
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            entries.append(text[start:i].strip())
-            start = i + 1
-    for entry in entries:
-        name, _, type_text = entry.partition(" ")
-        name = name.strip("`")
-        if not name or not type_text.strip():
-            raise KafkaOptionsError(
-                f"Option '{key}' has entry {entry!r}; write '<field> <type>' pairs separated by "
-                f"commas, e.g. 'id BIGINT, name VARCHAR(10)'.",
-                keys=(key,),
-            )
-        try:
-            out[name] = parse_flink_type(type_text.strip())
-        except KafkaOptionsError as exc:
-            raise KafkaOptionsError(f"Option '{key}', field '{name}': {exc}", keys=(key,)) from None
-    return out

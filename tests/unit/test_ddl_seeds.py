@@ -139,8 +139,8 @@ MALFORMED = {
 }
 # Kafka tables that parse but are invalid per the connector's rules: (file, table, first key).
 INVALID_TABLES = {
-    # relies on vendor schema inference (no physical columns declared)
-    ("001", "kafkaTable", "json.infer-schema.flatten-nested-columns.enable"),
+    # schema inference with a PRIMARY KEY on a plain 'kafka' table (the vendor's own extension)
+    ("001", "kafkaTable", "connector"),
     # 'key.fields-prefix' with the default 'value.fields-include' = 'ALL'
     ("001", "kafkaTable", "key.fields-prefix"),
     # vendor secret-manager options ('dew.*') are not connector options

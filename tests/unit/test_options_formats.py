@@ -146,19 +146,24 @@ def test_raw_settings(changes: dict[str, Any], setting: str, expected: Any) -> N
         ),
         ({"json.encode.ignore-null-fields": "0"}, ("json.encode.ignore-null-fields",), "'true'"),
         (
-            {"json.infer-schema.flatten-nested-columns.enable": "true"},
+            {"json.infer-schema.flatten-nested-columns.enable": "on"},
             ("json.infer-schema.flatten-nested-columns.enable",),
-            "schema inference",
+            "'true' or 'false'",
         ),
         (
-            {"json.infer-schema.primitive-as-string": "true"},
-            ("json.infer-schema.primitive-as-string",),
-            "declare the table's columns",
+            {"json.infer-schema.fixed-types": "id BIGINT, name"},
+            ("json.infer-schema.fixed-types",),
+            "entry 'name'",
+        ),
+        (
+            {"json.infer-schema.fixed-types": "id LONG"},
+            ("json.infer-schema.fixed-types",),
+            "field 'id'",
         ),
         (
             {"json.decode.parser-table-id.fields": "a,b"},
             ("json.decode.parser-table-id.fields",),
-            "schema inference",
+            "multi-table data-ingestion",
         ),
         (
             {"csv.field-delimiter": ","},

@@ -450,9 +450,7 @@ def test_unknown_key_suggests_the_declared_one(typo: str, meant: str) -> None:
 @pytest.mark.parametrize(
     ("key", "reason"),
     [
-        ("scan.max.pre.fetch.records", "schema inference"),
-        ("schema.inference.strategy", "schema inference"),
-        ("scan.value.initial-schemas.ddls", "schema inference"),
+        ("scan.value.initial-schemas.ddls", "multi-table data-ingestion"),
         ("metadata.list", "METADATA FROM"),
         ("partition.strategy", "sink.partitioner"),
         ("sink.tableId-to-topic.mapping", "one table per topic"),
