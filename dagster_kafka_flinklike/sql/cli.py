@@ -48,6 +48,13 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
 
     problems: list[str] = []
     for insert in pipeline.inserts:
+        inferred = sorted(n for n, spec in insert.sources.items() if spec.infers_schema)
+        if inferred:  # columns known only from the data: nothing to analyse against
+            print(
+                f"INSERT INTO {insert.name} (line {insert.line}): not analysed; the columns of "
+                f"{', '.join(inferred)} are inferred from the data when it runs"
+            )
+            continue
         frames = {}
         for name, spec in insert.sources.items():
             stored = [c for c in spec.columns if c.expression is None]

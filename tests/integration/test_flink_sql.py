@@ -358,3 +358,30 @@ def test_hopping_windows_per_hourly_partition_read_back_a_slide(
         ("01:10", "01:30", 1, 75),
         ("23:50", "00:10", 1, 5),
     ]
+
+
+def test_a_table_without_columns_reads_its_inferred_columns(
+    kafka_bootstrap: str, new_topic: Any, resources: dict
+) -> None:
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("inferred_json.sql", source, sink))
+    send(
+        kafka_bootstrap,
+        source,
+        [
+            ({"id": 1, "name": "low", "score": 0.5}, None),
+            ({"id": 2, "name": "high", "score": 2}, None),
+            ({"id": 3, "name": None, "score": 7.25}, None),
+        ],
+    )
+    instance = DagsterInstance.ephemeral()
+    run(defs, resources, instance)
+    assert values(kafka_bootstrap, sink) == [{"id": 2, "label": "HIGH"}, {"id": 3, "label": None}]
+    event = instance.get_latest_materialization_event(AssetKey("high_readings"))
+    assert event is not None and event.asset_materialization is not None
+    schema = event.asset_materialization.metadata["kafka/schema/readings"]
+    assert [(c.name, c.type) for c in schema.schema.columns] == [  # type: ignore[attr-defined]
+        ("id", "BIGINT"),
+        ("name", "STRING"),
+        ("score", "DOUBLE"),
+    ]
