@@ -78,7 +78,9 @@ class TableModel(Model):
         "(connector: kafka, topic: orders, format: json, scan.startup.mode: earliest-offset, ...).",
     )
     columns: list[ColumnModel] = Field(
-        default_factory=list, description="The table's columns (with 'options')."
+        default_factory=list,
+        description="The table's columns (with 'options'). A JSON table without physical "
+        "columns infers them from its data (schema.inference.strategy, json.infer-schema.*).",
     )
     primary_key: list[str] = Field(
         default_factory=list,
