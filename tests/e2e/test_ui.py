@@ -260,7 +260,8 @@ def _browse(chromium: str, url: str, shots: Path) -> None:
             page.goto(f"{url}/assets/channel_revenue")
             page.get_by_text("numRecordsIn").first.wait_for(timeout=60_000)
             for text in ("Latest materialization", "order_channel", "kafka_checkpoint"):
-                assert page.get_by_text(text).count() >= 1, text
+                # sections of the page render one after another: wait for each
+                page.get_by_text(text).first.wait_for(timeout=30_000)
             _no_error(page)
             page.screenshot(path=str(shots / "channel_revenue.png"))
         finally:
