@@ -113,6 +113,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ROW_KIND",
     "BoundedMode",
     "Column",
     "ConsumerLagCheck",
@@ -139,7 +140,6 @@ __all__ = [
     "LateDataCheck",
     "OffsetsCheckpoint",
     "OffsetsError",
-    "ROW_KIND",
     "SparkResource",
     "StartupMode",
     "StreamingRun",

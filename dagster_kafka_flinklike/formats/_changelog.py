@@ -220,9 +220,7 @@ def decode_envelope(
     error = F.when(~is_tombstone(raw), F.coalesce(json_error, not_record, envelope_error))
     ignore = bool(settings(name, options)["ignore-parse-errors"])
     tolerated = error.isNotNull() & F.lit(ignore)
-    meta = (
-        F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
-    )
+    meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
     return stager.stages, (F.when(error.isNull(), rows), meta, error, tolerated)
 
 

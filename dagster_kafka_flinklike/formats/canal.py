@@ -38,6 +38,7 @@ _FIELDS = {
     "ingestion-timestamp": ("ts", "BIGINT"),
     "event-timestamp": ("es", "BIGINT"),
 }
+_FEWER_OLD = 'the "old" field of an UPDATE has fewer rows than "data"'
 _FILTERS = (("database.include", "database"), ("table.include", "table"))
 
 
@@ -99,9 +100,8 @@ def decode_changelog_stages(
                     (
                         no_data("an UPDATE"),
                         (old.isNull(), 'the "old" field of an UPDATE is missing'),
-                        (F.size(old) < F.size(data),
-                         'the "old" field of an UPDATE has fewer rows than "data"'),
-                    ),  # fmt: skip
+                        (F.size(old) < F.size(data), _FEWER_OLD),
+                    ),
                 ),
                 "DELETE": cl.Operation(cl.changes("-D", data), (no_data("a DELETE"),)),
                 "CREATE": cl.Operation(None),

@@ -26,8 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "debezium-json"
 CHANGELOG = True
 _NO_BEFORE = (
-    'the "before" field of {op} is null (for Debezium\'s Postgres connector, set the table\'s '
+    "the \"before\" field of {op} is null (for Debezium's Postgres connector, set the table's "
     "REPLICA IDENTITY to FULL)"
+)
+_NO_PAYLOAD = (
+    'the "payload" field is missing (records without a schema need '
+    "'debezium-json.schema-include' = 'false')"
 )
 #: Metadata key → (envelope field it needs, where it lives: the payload or the root).
 _FIELDS = {
@@ -103,8 +107,7 @@ def decode_changelog_stages(
         if schema_include:
             missing = F.when(
                 payload.isNull(),
-                F.lit('the "payload" field is missing (records without a schema need '
-                      "'debezium-json.schema-include' = 'false')"),  # fmt: skip
+                F.lit(_NO_PAYLOAD),
             )
             error = F.coalesce(missing, error)
         return rows, error, [_metadata_value(k, struct, payload) for k in metadata]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NAME = "maxwell-json"
 CHANGELOG = True
+_NO_OLD = 'the "old" field of an update is missing'
 #: Metadata key → the envelope field holding it and that field's type.
 _FIELDS = {
     "database": ("database", "STRING"),
@@ -71,7 +72,7 @@ def decode_changelog_stages(
                 "insert": cl.Operation(F.array(cl.change("+I", data)), (no_data("an insert"),)),
                 "update": cl.Operation(
                     F.array(cl.change("-U", before), cl.change("+U", data)),
-                    (no_data("an update"), (old.isNull(), 'the "old" field of an update is missing')),
+                    (no_data("an update"), (old.isNull(), _NO_OLD)),
                 ),
                 "delete": cl.Operation(F.array(cl.change("-D", data)), (no_data("a delete"),)),
             },

@@ -135,9 +135,7 @@ def _castable_from(source: FlinkType, declared: FlinkType) -> bool:
         return (
             declared.name == source.name
             and len(declared.children) == len(source.children)
-            and all(
-                _castable_from(s, d) for s, d in zip(source.children, declared.children, strict=True)
-            )
+            and all(map(_castable_from, source.children, declared.children))
         )
     for family in (_CHAR, _NUMBER, _TIME):
         if source.name in family:

@@ -266,9 +266,7 @@ def _changelog_rows(decoded: DataFrame) -> tuple[DataFrame, SparkColumn, SparkCo
     clean = F.col(ERROR).isNull()
     kept = decoded.filter(~clean | (F.coalesce(F.size(rows), F.lit(0)) > 0))
     position = "__dkf_value_position"
-    exploded = kept.select(
-        "*", F.posexplode_outer(F.when(clean, rows)).alias(position, _VALUE_ROW)
-    )
+    exploded = kept.select("*", F.posexplode_outer(F.when(clean, rows)).alias(position, _VALUE_ROW))
     row = F.col(_VALUE_ROW)
     start = F.coalesce(F.col(position) == 0, F.lit(True))
     return exploded, row["r"], row["k"], start
