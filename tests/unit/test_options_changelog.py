@@ -14,6 +14,7 @@ from dagster_kafka_flinklike.options import (
     FORMAT_OPTIONS,
     ROW_KIND,
     Column,
+    KafkaOptionsError,
     render_options_reference,
 )
 
@@ -46,24 +47,34 @@ def test_every_changelog_format_is_accepted_with_flinks_defaults(name: str) -> N
         ({**DEBEZIUM, "debezium-json.schema-include": "true"}, "schema-include", True),
         ({**DEBEZIUM, "debezium-json.ignore-parse-errors": "TRUE"}, "ignore-parse-errors", True),
         (
-            {"format": DROP, "value.format": "debezium-json",
-             "value.debezium-json.timestamp-format.standard": "iso-8601"},
+            {
+                "format": DROP,
+                "value.format": "debezium-json",
+                "value.debezium-json.timestamp-format.standard": "iso-8601",
+            },
             "timestamp-format.standard",
             "ISO-8601",
-        ),  # fmt: skip
+        ),
         (
             {**DEBEZIUM, "debezium-json.encode.decimal-as-plain-number": "true"},
             "encode.decimal-as-plain-number",
             True,
         ),
         ({**CANAL, "canal-json.database.include": "inv.*"}, "database.include", "inv.*"),
-        ({**CANAL, "canal-json.table.include": "products|orders"}, "table.include", "products|orders"),
+        ({**CANAL, "canal-json.table.include": "prod|ord"}, "table.include", "prod|ord"),
         ({**CANAL}, "table.include", None),
-        ({"format": "maxwell-json", "maxwell-json.map-null-key.mode": "drop"}, "map-null-key.mode",
-         "DROP"),
-        ({"format": "ogg-json", "ogg-json.ignore-parse-errors": "true"}, "ignore-parse-errors", True),
+        (
+            {"format": "maxwell-json", "maxwell-json.map-null-key.mode": "drop"},
+            "map-null-key.mode",
+            "DROP",
+        ),
+        (
+            {"format": "ogg-json", "ogg-json.ignore-parse-errors": "True"},
+            "ignore-parse-errors",
+            True,
+        ),
     ],
-)  # fmt: skip
+)
 def test_changelog_settings(changes: dict[str, Any], setting: str, expected: Any) -> None:
     assert build(changes, role="source").value_format.settings.get(setting) == expected
 
@@ -161,7 +172,7 @@ def test_schema_include_is_read_only() -> None:
     source = build(changes, role="source")
     assert source.value_format.settings["schema-include"] is True
     expect_error(changes, ("value.debezium-json.schema-include",), "cannot be written", role="sink")
-    with pytest.raises(Exception, match="'value.debezium-json.schema-include' = 'true' cannot"):
+    with pytest.raises(KafkaOptionsError, match=r"'value\.debezium-json\.schema-include' = 'true'"):
         build(changes).for_role("sink")
     build(changes).for_role("source")  # a table without a role waits for its use
 
@@ -175,8 +186,14 @@ def test_a_changelog_table_may_declare_a_primary_key_as_flink_allows() -> None:
 def test_the_row_kind_column_name_is_reserved_in_changelog_tables(base: dict[str, str]) -> None:
     columns = (Column("id", "BIGINT"), Column(ROW_KIND, "STRING"))
     key = "format" if "format" in base else "value.format"
-    expect_error({}, (key,), f"Column '{ROW_KIND}' is reserved", base=base, columns=columns,
-                 primary_key=("id",) if base is UPSERT else None)  # fmt: skip
+    expect_error(
+        {},
+        (key,),
+        f"Column '{ROW_KIND}' is reserved",
+        base=base,
+        columns=columns,
+        primary_key=("id",) if base is UPSERT else None,
+    )
     build({}, columns=columns)  # a plain json table may use the name
 
 
@@ -215,28 +232,48 @@ def test_format_metadata_columns(name: str, key: str, declared: str) -> None:
 @pytest.mark.parametrize(
     ("name", "column", "fragment"),
     [
-        ("debezium-json", Column("m", "STRING", metadata_key="value.database"),
-         "Invalid metadata key 'value.database' in column 'm'. Kafka tables in format "
-         "'debezium-json' support the metadata keys"),
-        ("json", Column("m", "STRING", metadata_key="value.source.table"),
-         "Invalid metadata key 'value.source.table'"),
-        ("canal-json", Column("m", "INT", metadata_key="value.pk-names"),
-         "cannot be declared as 'INT' because the type must be castable from the metadata type "
-         "'ARRAY<STRING>'"),
-        ("canal-json", Column("m", "MAP<STRING, BOOLEAN>", metadata_key="value.sql-type"),
-         "castable from the metadata type 'MAP<STRING, INT>'"),
-        ("maxwell-json", Column("m", "DATE", metadata_key="value.ingestion-timestamp"),
-         "castable from the metadata type 'TIMESTAMP_LTZ(3)'"),
+        (
+            "debezium-json",
+            Column("m", "STRING", metadata_key="value.database"),
+            "Invalid metadata key 'value.database' in column 'm'. Kafka tables in format "
+            "'debezium-json' support the metadata keys",
+        ),
+        (
+            "json",
+            Column("m", "STRING", metadata_key="value.source.table"),
+            "Invalid metadata key 'value.source.table'",
+        ),
+        (
+            "canal-json",
+            Column("m", "INT", metadata_key="value.pk-names"),
+            "cannot be declared as 'INT' because the type must be castable from the metadata type "
+            "'ARRAY<STRING>'",
+        ),
+        (
+            "canal-json",
+            Column("m", "MAP<STRING, BOOLEAN>", metadata_key="value.sql-type"),
+            "castable from the metadata type 'MAP<STRING, INT>'",
+        ),
+        (
+            "maxwell-json",
+            Column("m", "DATE", metadata_key="value.ingestion-timestamp"),
+            "castable from the metadata type 'TIMESTAMP_LTZ(3)'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_format_metadata_errors(name: str, column: Column, fragment: str) -> None:
     expect_error({"format": name}, (), fragment, columns=(*COLUMNS, column), role="source")
 
 
 def test_format_metadata_is_read_only_in_a_sink() -> None:
     column = Column("db", "STRING", metadata_key="value.source.database")
-    expect_error(DEBEZIUM, (), "is read-only, but the sink table would write it",
-                 columns=(*COLUMNS, column), role="sink")  # fmt: skip
+    expect_error(
+        DEBEZIUM,
+        (),
+        "is read-only, but the sink table would write it",
+        columns=(*COLUMNS, column),
+        role="sink",
+    )
 
 
 def test_reference_page_lists_the_changelog_formats_options_and_metadata() -> None:
