@@ -592,3 +592,65 @@ def test_a_streaming_asset_converts_a_debezium_changelog_and_materializes_it(
     ]  # fmt: skip
     (row,) = [json.loads(r.value) for r in consume_all(kafka_bootstrap, table_topic)]
     assert row == {"id": 111, "name": "scooter", "weight": 5.15}
+
+
+# --------------------------------------------------------------------------------------------
+# The format modules' contract, on Spark alone
+
+
+def decode_module(spark, name: str, values: list[bytes | None], columns, options, staged: bool):
+    """``decode_changelog_stages`` of format ``name`` over ``values``: (kinds+rows, errors)."""
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.formats import format_module
+    from dagster_kafka_flinklike.options import Column
+
+    cols = [Column(**c) for c in columns]
+    frame = spark.createDataFrame([(v,) for v in values], "value binary")
+    stages, (rows, meta, error, tolerated) = format_module(name).decode_changelog_stages(
+        F.col("value"), cols, [], options, "__t_" if staged else None
+    )
+    assert meta is None
+    for stage in stages:
+        if stage:
+            frame = frame.select("*", *[e.alias(n) for n, e in stage.items()])
+    out = frame.select(rows.alias("rows"), error.alias("error"), tolerated.alias("ok")).collect()
+    changes = [[(c["k"], *c["r"]) for c in r["rows"] or []] for r in out]
+    return changes, [(r["error"], r["ok"]) for r in out]
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_maxwell_module_decodes_envelopes_staged_or_not(spark, staged):
+    columns = [{"name": "id", "type": "INT"}, {"name": "note", "type": "STRING"},
+               {"name": "at", "type": "TIMESTAMP(3)"}]  # fmt: skip
+    values = [
+        json.dumps({"type": "insert",
+                    "data": {"id": 1, "note": "x", "at": "2020-12-30T12:13:14.123"}}),
+        # 'old' names a field as null: it was null before; 'at' is absent from 'old': unchanged
+        json.dumps({"type": "update", "data": {"id": 1, "note": "y", "at": "2020-12-30T12:13:14"},
+                    "old": {"note": None}}),
+        json.dumps({"type": "update", "data": {"id": "x"}, "old": {}}),
+        None,
+        "",
+        "  ",
+    ]  # fmt: skip
+    options = {"timestamp-format.standard": "ISO-8601", "ignore-parse-errors": "true"}
+    changes, errors = decode_module(
+        spark, "maxwell-json", [None if v is None else v.encode() for v in values], columns,
+        options, staged,
+    )  # fmt: skip
+    at_1 = dt.datetime(2020, 12, 30, 12, 13, 14, 123000)
+    at_2 = dt.datetime(2020, 12, 30, 12, 13, 14)
+    assert changes == [
+        [("+I", 1, "x", at_1)],
+        [("-U", 1, None, at_2), ("+U", 1, "y", at_2)],
+        [], [], [], [],
+    ]  # fmt: skip
+    assert errors == [
+        (None, False),
+        (None, False),
+        ("field 'data.id': 'x' is not a valid INT", True),
+        (None, False),  # tombstones: no row, not dirty
+        (None, False),
+        ("not a maxwell-json record:   ", True),
+    ]
