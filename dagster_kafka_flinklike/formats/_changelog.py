@@ -186,8 +186,9 @@ def encode_before_after(
     return encode_envelope(name, envelope, options)
 
 
-#: Builds (rows, envelope error, metadata values) from the parsed envelope struct and the text.
-Interpret = Callable[[Any, Any], tuple[Any, Any, Sequence[Any]]]
+#: Builds (rows, envelope error, metadata values) from the parsed envelope struct, the text and
+#: a function that stages an expression (computed once per record, after the envelope's parse).
+Interpret = Callable[[Any, Any, Callable[[str, Any], Any]], tuple[Any, Any, Sequence[Any]]]
 
 
 def decode_envelope(
@@ -208,11 +209,11 @@ def decode_envelope(
     """
     from pyspark.sql import functions as F
 
-    stager = json_format.Stager(prefix, 2)
+    stager = json_format.Stager(prefix, 3)
     struct, json_error, _ = json_format.decode_with(raw, envelope, json_options(name, options),
                                                     stager)  # fmt: skip
     text = raw.cast("string")
-    rows, envelope_error, metadata = interpret(struct, text)
+    rows, envelope_error, metadata = interpret(struct, text, lambda n, e: stager.put(2, n, e))
     not_record = F.when(
         struct.isNull() & ~is_tombstone(raw),
         F.concat(F.lit(f"not a {name} record: "), json_format.snippet(text)),

@@ -76,11 +76,13 @@ def decode_changelog_stages(
         if all(c.name != field for c in envelope):
             envelope.append(Column(field, type_))
 
-    def interpret(struct: SparkColumn, text: SparkColumn) -> tuple[Any, Any, list[Any]]:
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
         from pyspark.sql import functions as F
 
         data, old = struct["data"], struct["old"]
-        old_texts = F.from_json(text, "struct<old:array<string>>", TEXT_OPTIONS)["old"]
+        # The texts of the 'old' rows, for the fields each names: parsed once, for updates only.
+        old_json = F.from_json(text, "struct<old:array<string>>", TEXT_OPTIONS)["old"]
+        old_texts = stage("old_texts", F.when(struct["type"] == "UPDATE", old_json))
 
         def update(after: SparkColumn, i: SparkColumn) -> SparkColumn:
             keys = cl.object_keys(F.get(old_texts, i))

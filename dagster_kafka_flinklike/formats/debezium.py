@@ -96,7 +96,7 @@ def decode_changelog_stages(
     """Decode Debezium JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
     schema_include = bool(cl.settings(NAME, options)["schema-include"])
 
-    def interpret(struct: SparkColumn, text: SparkColumn) -> tuple[Any, Any, list[Any]]:
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
         from pyspark.sql import functions as F
 
         payload = struct["payload"] if schema_include else struct

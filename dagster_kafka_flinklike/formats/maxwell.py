@@ -55,11 +55,13 @@ def decode_changelog_stages(
         if all(c.name != field for c in envelope):
             envelope.append(Column(field, type_))
 
-    def interpret(struct: SparkColumn, text: SparkColumn) -> tuple[Any, Any, list[Any]]:
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
         from pyspark.sql import functions as F
 
         data, old = struct["data"], struct["old"]
-        old_keys = cl.object_keys(F.from_json(text, "struct<old:string>", TEXT_OPTIONS)["old"])
+        # The fields 'old' names: parsed once, for updates only.
+        old_json = F.from_json(text, "struct<old:string>", TEXT_OPTIONS)["old"]
+        old_keys = stage("old_keys", F.when(struct["type"] == "update", cl.object_keys(old_json)))
         before = cl.before_image(data, old, old_keys, columns)
 
         def no_data(op: str) -> tuple[SparkColumn, str]:

@@ -61,7 +61,7 @@ def decode_changelog_stages(
         if all(c.name != key for c in envelope):
             envelope.append(Column(key, _FIELDS[key]))
 
-    def interpret(struct: SparkColumn, text: SparkColumn) -> tuple[Any, Any, list[Any]]:
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
         operations = cl.before_after(struct["before"], struct["after"], (("I",), "U", "D"))
         rows, error = cl.dispatch(struct["op_type"], "op_type", operations)
         values = [_instant(struct[k]) if k.endswith("_ts") else struct[k] for k in metadata]
