@@ -409,7 +409,8 @@ def test_frames_with_row_kinds_are_written_as_flink_writes_them_and_read_back(
     options = {"connector": "kafka", "topic": topic, "format": name, "key.format": "json",
                "key.fields": "id", "properties.bootstrap.servers": kafka_bootstrap,
                "scan.startup.mode": "earliest-offset"}  # fmt: skip
-    sink = KafkaTableSpec.from_options(options, columns=PRODUCTS, role="sink")
+    sink_options = {k: v for k, v in options.items() if not k.startswith("scan.")}
+    sink = KafkaTableSpec.from_options(sink_options, columns=PRODUCTS, role="sink")
     frame = spark.createDataFrame(
         spark.sparkContext.parallelize(CHANGES, 1),
         f"{ROW_KIND} string, id long, name string, w string",
