@@ -16,6 +16,7 @@ from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .asset_decorator import kafka_streaming_asset
+    from .changelog import ROW_KIND, latest_per_key
     from .checks import (
         ConsumerLagCheck,
         DirtyDataCheck,
@@ -104,12 +105,15 @@ _EXPORTS = {
     "kafka_streaming_asset": ".asset_decorator",
     "kafka_table_metadata": ".io_manager",
     "parse_flink_sql": ".sql",
+    "latest_per_key": ".changelog",
+    "ROW_KIND": ".changelog",
     "plan_flink_sql": ".sql",
     "FlinkSqlPipeline": ".sql",
     "build_flink_sql_definitions": ".components",
 }
 
 __all__ = [
+    "ROW_KIND",
     "BoundedMode",
     "Column",
     "ConsumerLagCheck",
@@ -152,6 +156,7 @@ __all__ = [
     "build_kafka_source_assets",
     "kafka_streaming_asset",
     "kafka_table_metadata",
+    "latest_per_key",
     "parse_flink_sql",
     "plan_flink_sql",
 ]

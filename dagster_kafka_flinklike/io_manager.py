@@ -24,7 +24,7 @@ from dagster import (
 from pydantic import Field, PrivateAttr, field_validator
 
 from .errors import KafkaConnectorError, KafkaOptionsError
-from .options import KafkaTableSpec, is_secret
+from .options import ROW_KIND, KafkaTableSpec, is_secret
 from .resources import KafkaResource
 from .run import metrics as m
 from .run.windows import TimeWindow
@@ -169,10 +169,13 @@ def _is_spark_dataframe(obj: Any) -> bool:
 
 
 def _declared_columns(frame: DataFrame, spec: KafkaTableSpec) -> DataFrame:
-    """Exactly the table's declared columns, in declaration order (as Flink's table schema)."""
+    """Exactly the table's declared columns, in declaration order (as Flink's table schema),
+    and ``_rowkind`` for a changelog table."""
     if not spec.columns:
         return frame
-    return frame.select(*("`" + c.name.replace("`", "``") + "`" for c in spec.columns))
+    kinds = [ROW_KIND] if spec.is_changelog and ROW_KIND in frame.columns else []
+    names = [c.name for c in spec.columns] + kinds
+    return frame.select(*("`" + n.replace("`", "``") + "`" for n in names))
 
 
 class KafkaIOManager(ConfigurableIOManager):

@@ -30,7 +30,7 @@ from dagster import (
 )
 
 from .errors import KafkaConnectorError
-from .options import KafkaTableSpec, is_secret
+from .options import ROW_KIND, KafkaTableSpec, is_secret
 
 #: Dagster's standard metadata keys the translator fills.
 COLUMN_SCHEMA = "dagster/column_schema"
@@ -57,6 +57,9 @@ def column_schema(table: KafkaTableSpec) -> TableSchema:
         if kind is not None:
             description = f"{kind} column" + (f": {c.comment}" if c.comment else "")
         columns.append(TableColumn(name=c.name, type=c.type, description=description))
+    if table.is_changelog:
+        kinds = "Flink row kind of the row: +I, -U, +U or -D (a changelog table's frame)"
+        columns.append(TableColumn(name=ROW_KIND, type="STRING", description=kinds))
     return TableSchema(columns=columns)
 
 

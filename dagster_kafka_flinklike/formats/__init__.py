@@ -15,6 +15,11 @@ A format module has
   evaluate, so callers can drop them without decoding twice).
 - ``encode(fields, options) -> bytes``: ``fields`` are (Spark column, :class:`Column`) pairs.
 
+A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``maxwell-json``,
+``ogg-json``) yields 0..n rows per record, each with a Flink row kind: it has
+``decode_changelog_stages`` instead of the two decoders (see :mod:`._changelog`) and
+``encode(fields, options, kind)`` writes each row as its row kind says.
+
 ``options`` is either the table's :class:`FormatSpec` or the format's options as written
 (``{"ignore-parse-errors": "true"}``), defaults applied either way.
 """
@@ -27,9 +32,11 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from ..options import FormatSpec
-from . import csv, json, raw
+from . import canal, csv, debezium, json, maxwell, ogg, raw
 
-_FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw}
+_FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "debezium-json": debezium,
+                                   "canal-json": canal, "maxwell-json": maxwell,
+                                   "ogg-json": ogg}  # fmt: skip
 
 
 def format_module(name: str) -> ModuleType:
@@ -49,6 +56,16 @@ def format_module(name: str) -> ModuleType:
             f"Format {name!r} is not implemented; available: {', '.join(sorted(_FORMATS))}.",
             keys=("format",),
         ) from None
+
+
+def is_changelog(name: str) -> bool:
+    """Whether format ``name`` reads records as changelog rows with row kinds.
+
+    Example:
+        >>> is_changelog("debezium-json"), is_changelog("json")
+        (True, False)
+    """
+    return bool(getattr(format_module(name), "CHANGELOG", False))
 
 
 def format_settings(name: str, options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -80,4 +97,4 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["format_module", "format_settings"]
+__all__ = ["format_module", "format_settings", "is_changelog"]

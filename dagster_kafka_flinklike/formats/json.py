@@ -497,6 +497,17 @@ def decode_stages(
     return stager.stages, result
 
 
+def decode_with(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    stager: Stager,
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    """:func:`decode` with the caller's :class:`Stager`, for formats whose records are JSON
+    documents of their own shape (the changelog formats decode their envelopes with it)."""
+    return _decode(raw, columns, options, stager)
+
+
 def timestamp_text(value: SparkColumn, t: FlinkType, standard: str) -> SparkColumn:
     """Flink's text of a TIMESTAMP / TIMESTAMP_LTZ (``Z`` suffix, UTC) in ``standard``."""
     from pyspark.sql import functions as F
@@ -631,4 +642,4 @@ def _as_text(t: FlinkType) -> FlinkType:
     return FlinkType(t.name, t.params, tuple(_as_text(c) for c in t.children), t.field_names)
 
 
-__all__ = ["decode", "decode_stages", "encode", "skipped"]
+__all__ = ["decode", "decode_stages", "decode_with", "encode", "skipped"]

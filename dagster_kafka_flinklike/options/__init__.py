@@ -8,9 +8,9 @@ built on it.
 
 from ..errors import KafkaOptionsError
 from ._docs import render_options_reference
-from ._formats import FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
+from ._formats import CHANGELOG_FORMATS, FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
 from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
-from ._metadata import METADATA, MetadataKey
+from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND, ROW_KINDS, MetadataKey
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
 from ._partitioner import check_partitioner_option, load_partitioner
 from ._properties import (
@@ -37,11 +37,15 @@ from ._types import Column, FlinkType, FlinkTypeError, parse_flink_type, spark_t
 
 __all__ = [
     "BUILT_IN_PARTITIONERS",
+    "CHANGELOG_FORMATS",
     "CONNECTORS",
+    "FORMAT_METADATA",
     "FORMAT_OPTIONS",
     "METADATA",
     "OPTIONS",
     "REDACTED",
+    "ROW_KIND",
+    "ROW_KINDS",
     "SUPPORTED_FORMATS",
     "BoundedMode",
     "Column",

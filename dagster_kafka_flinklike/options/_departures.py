@@ -63,9 +63,26 @@ DEPARTURES: tuple[str, ...] = (
     "planner, not a table option.",
     "`sink.partitioner` takes a Python class path (a `KafkaPartitioner`) instead of a Java class; "
     "a class that cannot be loaded is an error when the table is declared.",
-    "Spark rows carry no Flink RowKind: a DataFrame written to an `upsert-kafka` sink may carry a "
-    "`__row_kind` column with Flink's short strings (`+I`, `-U`, `+U`, `-D`); `-D` is written as "
-    "a tombstone, `-U` is dropped, and rows without it are upserts.",
+    "Spark rows carry no Flink RowKind: a changelog table's frame (a changelog value format, or "
+    "`upsert-kafka`) gets a `_rowkind` STRING column after its declared columns with Flink's "
+    "short strings (`+I`, `-U`, `+U`, `-D`), and a frame written to a sink may carry it: an "
+    "`upsert-kafka` sink writes `-D` as a tombstone and drops `-U`, a changelog format writes "
+    "each kind as Flink does, and rows without it are inserts (upserts).",
+    "A run reads a changelog as it is: `upsert-kafka` values are `+I` and tombstones `-D` (the "
+    "row kinds Flink's upsert source emits before its ChangelogNormalize), and Debezium, Canal, "
+    "Maxwell and OGG events are their rows; no state is kept across runs. "
+    "`latest_per_key(frame, keys)` folds a changelog into the latest row of each key (what "
+    "Flink's `table.exec.source.cdc-events-duplicate` normalisation and upsert materialisation "
+    "keep). Flink SQL queries over a changelog table see `_rowkind` as a column and aggregate "
+    "every row (no retraction); `INSERT INTO ... SELECT *` over one passes the row kinds on to "
+    "the sink.",
+    "Changelog formats: `canal-json.database.include` / `table.include` are matched "
+    "by Spark's (Java) regular expressions and checked with Python's when declared; "
+    "`map-null-key.*` is accepted with nothing to act on (a Spark map has no null key); the "
+    "`ogg-json` metadata keys are those Flink's documentation lists (`table`, `primary_keys`, "
+    "`op_type`, `pos`, `current_ts`, `op_ts`, timestamps read from GoldenGate's UTC text or "
+    "epoch milliseconds). A changelog record counts once in the run's record and byte counts, "
+    "however many rows it yields.",
     "`upsert-kafka` always starts reading at the earliest offset, so `scan.startup.*` are "
     "rejected for it (as Flink does); it accepts Flink's `sink.buffer-flush.*`.",
     "The dirty-data options of the vendor's YAML data ingestion (`ingestion.ignore-errors`, "

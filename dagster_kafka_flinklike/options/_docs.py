@@ -10,8 +10,14 @@ import textwrap
 from pathlib import Path
 
 from ._departures import DEPARTURES
-from ._formats import FORMAT_OPTIONS, FORMATS, SUPPORTED_FORMATS, UNSUPPORTED_FORMAT_OPTIONS
-from ._metadata import METADATA
+from ._formats import (
+    CHANGELOG_FORMATS,
+    FORMAT_OPTIONS,
+    FORMATS,
+    SUPPORTED_FORMATS,
+    UNSUPPORTED_FORMAT_OPTIONS,
+)
+from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND
 from ._properties import (
     CONNECTOR_OWNED,
     CONNECTOR_PROPERTIES,
@@ -80,12 +86,45 @@ def _formats() -> list[str]:
     for name in SUPPORTED_FORMATS:
         lines += [f"### `{name}`", ""]
         lines += _option_rows(list(FORMAT_OPTIONS[name]), prefix=f"{name}.")
-        unsupported = UNSUPPORTED_FORMAT_OPTIONS.get(name, ())
+        unsupported = UNSUPPORTED_FORMAT_OPTIONS.get(name, {})
         if unsupported:
-            keys = ", ".join(f"`{name}.{k}{'*' if k.endswith('.') else ''}`" for k in unsupported)
-            lines += ["", f"Not supported (schema inference of data ingestion): {keys}."]
+            lines += [""]
+            lines += [
+                f"- Not supported: `{name}.{k}{'*' if k.endswith('.') else ''}`: {why}."
+                for k, why in unsupported.items()
+            ]
         lines.append("")
     lines.append("The `raw` format carries exactly one physical column.")
+    return [*lines, "", *_changelogs()]
+
+
+def _changelogs() -> list[str]:
+    names = ", ".join(f"`{f}`" for f in CHANGELOG_FORMATS)
+    lines = [
+        "### Changelog formats",
+        "",
+        f"{names} read each record as changelog rows, as Flink does: a table in one of them "
+        f"gets a `{ROW_KIND}` STRING column after its declared columns holding Flink's row kind "
+        "(`+I` insert, `-U` update-before, `+U` update-after, `-D` delete); `upsert-kafka` "
+        f"tables get it too (`+I` for a value, `-D` for a tombstone). They are value formats "
+        "only: a changelog key format, or one as the value format of `upsert-kafka`, is an error "
+        "(Flink's key formats and upsert values are insert-only). A record with an unknown "
+        "operation or a malformed envelope is dirty data; a null or empty value (a tombstone) "
+        "yields no row. Writing, a frame's `_rowkind` says what each row is (a frame without it "
+        "is all `+I`): `+I`/`+U` are written as inserts (`c`, `INSERT`, `insert`, `I`) with the "
+        "row as the after image, `-U`/`-D` as deletes with the row as the before image, one "
+        "record per row, as Flink writes them. `latest_per_key(frame, keys)` turns a changelog "
+        "into the latest row of each key.",
+        "",
+        "Their format metadata is read-only (`VIRTUAL` in a sink), declared as "
+        "`METADATA FROM 'value.<key>'`:",
+        "",
+        _row(["Format", "Key", "Type", "Description"]),
+        "|---|---|---|---|",
+    ]
+    for name, keys in FORMAT_METADATA.items():
+        for m in keys.values():
+            lines.append(_row([f"`{name}`", f"`value.{m.key}`", f"`{m.type}`", m.description]))
     return [*lines, ""]
 
 

@@ -19,7 +19,11 @@ from ._types import FlinkType, parse_flink_type
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
            "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
-SUPPORTED_FORMATS = ("json", "csv", "raw")
+SUPPORTED_FORMATS = ("json", "csv", "raw", "debezium-json", "canal-json", "maxwell-json",
+                     "ogg-json")  # fmt: skip
+#: Formats whose records are changelogs: each record becomes rows with a Flink row kind
+#: (``+I``, ``-U``, ``+U``, ``-D``). Value format only, as in Flink.
+CHANGELOG_FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,40 @@ def _fo(key: str, type_: str, default: str | None, description: str, parse: Any)
     return ConfigOption(key, type_, default, description, parse=parse, section="Format")
 
 
+def _regex(key: str, text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise KafkaOptionsError(
+            f"Option '{key}' is not a valid regular expression: {exc}.", keys=(key,)
+        ) from None
+    return text
+
+
+def _changelog_json_options(*, encode: bool = True) -> tuple[ConfigOption, ...]:
+    """The JSON options a changelog format shares with ``json`` (Flink's own set for them)."""
+    options = (
+        _fo("ignore-parse-errors", "Boolean", "false",
+            "Skip records that fail to parse or carry an unknown operation (collected as dirty "
+            "data) instead of failing.", parse_bool),
+        _fo("timestamp-format.standard", "Enum", "SQL",
+            "Timestamp text of the rows: 'SQL' (2020-12-30 12:13:14.123) or 'ISO-8601' "
+            "(2020-12-30T12:13:14.123).", parse_choice("SQL", "ISO-8601")),
+        _fo("map-null-key.mode", "Enum", "FAIL",
+            "Encoding a MAP with a null key: FAIL, DROP the entry, or LITERAL.",
+            parse_choice("FAIL", "DROP", "LITERAL")),
+        _fo("map-null-key.literal", "String", "null",
+            "The key text written for null map keys in LITERAL mode.", parse_string),
+    )  # fmt: skip
+    if not encode:
+        return options
+    return (
+        *options,
+        _fo("encode.decimal-as-plain-number", "Boolean", "false",
+            "Write DECIMAL as plain digits, never in scientific notation.", parse_bool),
+    )  # fmt: skip
+
+
 FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
     "json": (
         _fo("fail-on-missing-field", "Boolean", "false",
@@ -214,11 +252,48 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         _fo("endianness", "Enum", "big-endian", "Byte order of numbers: big-endian or "
             "little-endian.", parse_choice("big-endian", "little-endian")),
     ),
+    "debezium-json": (
+        _fo("schema-include", "Boolean", "false",
+            "Records carry Kafka Connect's schema ({\"schema\": ..., \"payload\": ...}, "
+            "'value.converter.schemas.enable'); read only: a sink cannot write it.", parse_bool),
+        *_changelog_json_options(),
+    ),
+    "canal-json": (
+        *_changelog_json_options(),
+        _fo("database.include", "String", None,
+            "Regular expression (Java syntax) the record's 'database' must match in full; other "
+            "records yield no rows.", _regex),
+        _fo("table.include", "String", None,
+            "Regular expression (Java syntax) the record's 'table' must match in full; other "
+            "records yield no rows.", _regex),
+    ),
+    "maxwell-json": _changelog_json_options(),
+    "ogg-json": _changelog_json_options(encode=False),
 }  # fmt: skip
 
-# Vendor (data-ingestion) JSON options the seeds document that this project does not support.
-UNSUPPORTED_FORMAT_OPTIONS = {
-    "json": ("decode.parser-table-id.fields",),
+_INFERENCE = (
+    "it configures schema inference of a data-ingestion changelog source; declare the table's "
+    "columns instead"
+)
+_ROUTING = (
+    "it routes records to tables of a multi-table data-ingestion source; read one table per "
+    "topic instead"
+)
+_VENDOR_ONLY = "it is an option of the vendor's data ingestion, not of Flink's format"
+
+# Vendor (data-ingestion) format options the seeds document, refused with the reason.
+UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
+    "json": {"decode.parser-table-id.fields": _ROUTING},
+    "debezium-json": {
+        "infer-schema.": _INFERENCE,
+        "distributed-tables": _VENDOR_ONLY,
+        "include-schema.enabled": _VENDOR_ONLY + " (Flink's debezium-json never writes a schema)",
+    },
+    "canal-json": {
+        "infer-schema.": _INFERENCE,
+        "mysql.": _INFERENCE,
+        "distributed-tables": _VENDOR_ONLY,
+    },
 }
 
 
@@ -277,13 +352,9 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
 def _unknown_format_option(
     key: str, name: str, option: str, declared: Mapping[str, ConfigOption]
 ) -> KafkaOptionsError:
-    for unsupported in UNSUPPORTED_FORMAT_OPTIONS.get(name, ()):
+    for unsupported, reason in UNSUPPORTED_FORMAT_OPTIONS.get(name, {}).items():
         if option == unsupported or (unsupported.endswith(".") and option.startswith(unsupported)):
-            return KafkaOptionsError(
-                f"Option '{key}' is not supported: it routes records to tables of a "
-                f"multi-table data-ingestion source; read one table per topic instead.",
-                keys=(key,),
-            )
+            return KafkaOptionsError(f"Option '{key}' is not supported: {reason}.", keys=(key,))
     close = closest(option, declared)
     hint = f" (did you mean '{key[: len(key) - len(option)]}{close}'?)" if close else ""
     allowed = ", ".join(declared)

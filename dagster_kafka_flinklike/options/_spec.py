@@ -10,7 +10,14 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from . import _rules as rules
-from ._formats import FormatSpec, check_format_keys, format_key_parts, resolve_format
+from ._changelog import changelog_rules
+from ._formats import (
+    CHANGELOG_FORMATS,
+    FormatSpec,
+    check_format_keys,
+    format_key_parts,
+    resolve_format,
+)
 from ._metadata import check_metadata_columns
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
 from ._partitioner import load_partitioner
@@ -261,7 +268,17 @@ class KafkaTableSpec:
             )
 
         cols = tuple(Column.coerce(c) for c in (columns or ()))
-        rules.primary_key_rule(connector, pk, value_key, value_format.name)
+        changelog_rules(
+            upsert=upsert,
+            value_format=value_format,
+            value_key=value_key,
+            key_format=key_format,
+            columns=cols,
+            sink="sink" in uses and role == "sink",
+            opts=opts,
+        )
+        if value_format.name not in CHANGELOG_FORMATS:  # Flink: a changelog may declare one
+            rules.primary_key_rule(connector, pk, value_key, value_format.name)
         if upsert and not pk:
             raise KafkaOptionsError(
                 "'upsert-kafka' tables require to define a PRIMARY KEY constraint. The PRIMARY "
@@ -278,7 +295,7 @@ class KafkaTableSpec:
                 value_prefix=value_prefix,
                 include=include,
             )
-            check_metadata_columns(cols, role=role)
+            check_metadata_columns(cols, role=role, value_format=value_format.name)
             physical = [c.name for c in cols if c.is_physical]
             value_cols = [
                 n for n in physical if include == ValueFieldsInclude.ALL or n not in key_fields
@@ -357,7 +374,16 @@ class KafkaTableSpec:
         if self.role is None and role in ("source", "sink"):
             if role == "sink":
                 rules.sink_topic(self.topics, self.topic_pattern)
-            check_metadata_columns(self.columns, role=role)
+                changelog_rules(
+                    upsert=self.is_upsert,
+                    value_format=self.value_format,
+                    value_key="format" if "format" in self.options else "value.format",
+                    key_format=self.key_format,
+                    columns=self.columns,
+                    sink=True,
+                    opts=self.options,
+                )
+            check_metadata_columns(self.columns, role=role, value_format=self.value_format.name)
             rules.other_role_options(self.options, role, _label(self.name, self.topics))
             return dataclasses.replace(self, role=role)
         return KafkaTableSpec.from_options(
@@ -372,6 +398,12 @@ class KafkaTableSpec:
     def is_upsert(self) -> bool:
         """True for an ``upsert-kafka`` table (changelog keyed by the primary key)."""
         return self.connector == UPSERT_KAFKA
+
+    @property
+    def is_changelog(self) -> bool:
+        """True when the table's rows carry a row kind (column ``_rowkind``): its value format
+        is a changelog format (``debezium-json``, ...) or it is an ``upsert-kafka`` table."""
+        return self.is_upsert or self.value_format.name in CHANGELOG_FORMATS
 
     @property
     def bootstrap_servers(self) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..source.records import ERROR, PROVENANCE, TOLERATED, decode_records
+from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, decode_records
 from .tables import ResolvedTable
 from .windows import TimeWindow
 
@@ -48,7 +48,7 @@ class InputStats:
 class DecodedTable:
     """A source's decoded records: clean rows, the cached decoding, and its statistics."""
 
-    #: Clean rows, the table's columns only.
+    #: Clean rows: the table's columns (and ``_rowkind`` for a changelog table).
     frame: DataFrame
     #: Every decoded record with its error and provenance columns (cached until the run closes).
     decoded: DataFrame
@@ -78,10 +78,11 @@ def _bounds(table: ResolvedTable, window: TimeWindow | None) -> tuple[Any, Any]:
 
 def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> InputStats:
     """Count records, value bytes and dirty records of ``decoded`` (those ``kept``, when given)
-    and the ``late`` ones, in one Spark job."""
+    and the ``late`` ones, in one Spark job. A record that yields several changelog rows counts
+    once."""
     from pyspark.sql import functions as F
 
-    keep = F.lit(True) if kept is None else kept
+    keep = F.col(RECORD_START) & (F.lit(True) if kept is None else kept)
     value_bytes = F.coalesce(F.length("__dkf_value"), F.lit(0))
     row = decoded.agg(
         F.count(F.when(keep, 1)).alias("records"),
@@ -89,7 +90,9 @@ def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> Input
         F.count(F.when(keep & F.col(ERROR).isNotNull() & ~F.col(TOLERATED), 1)).alias("strict"),
         F.coalesce(F.sum(F.when(keep, value_bytes)), F.lit(0)).alias("bytes"),
         F.max(F.when(keep, F.unix_millis(F.col("__dkf_timestamp")))).alias("newest"),
-        F.count(F.when(F.lit(False) if late is None else late, 1)).alias("late"),
+        F.count(F.when(F.col(RECORD_START) & (F.lit(False) if late is None else late), 1)).alias(
+            "late"
+        ),
     ).collect()[0]
     return InputStats(
         records=row["records"],

@@ -8,8 +8,9 @@ The key is encoded from ``key.fields`` (the PRIMARY KEY for ``upsert-kafka``) wi
 A changelog says what each row is with a :data:`ROW_KIND` column holding Flink's ``RowKind``
 short strings: ``+I`` insert, ``-U`` update-before, ``+U`` update-after, ``-D`` delete. An
 ``upsert-kafka`` sink writes ``-D`` as a tombstone (the key with a null value) and drops ``-U``
-rows; a DataFrame without the column is all upserts. A ``kafka`` sink is append-only and
-accepts only ``+I`` rows.
+rows; a DataFrame without the column is all upserts. A ``kafka`` sink with a changelog value
+format (``debezium-json``, ...) writes every row kind as its format does; with any other format
+it is append-only and accepts only ``+I`` rows.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import KafkaOptionsError
-from ..formats import format_module
-from ..options import Column, FormatSpec, KafkaTableSpec
+from ..formats import format_module, is_changelog
+from ..options import ROW_KIND, ROW_KINDS, Column, FormatSpec, KafkaTableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -27,25 +28,25 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Metadata keys a sink writes (the rest are read-only and ignored when VIRTUAL).
 WRITABLE_METADATA = ("timestamp", "headers")
 
-#: Name of the optional column holding each row's Flink ``RowKind`` short string.
-ROW_KIND = "__row_kind"
-
-#: Flink's ``RowKind`` short strings, in Flink's order.
-ROW_KINDS = ("+I", "-U", "+U", "-D")
-
 #: Internal column of an ``upsert-kafka`` encoding: the rows' order in the written DataFrame,
 #: so the writer keeps each key's changes in that order (it drops the column before producing).
 SEQUENCE = "__dkf_seq"
 
 
-def _encode(columns: tuple[Column, ...], prefix: str, fmt: FormatSpec) -> SparkColumn:
+def _encode(
+    columns: tuple[Column, ...], prefix: str, fmt: FormatSpec, kind: SparkColumn | None = None
+) -> SparkColumn:
+    """Encode ``columns`` with ``fmt``; a changelog format also gets each row's ``kind``."""
     from pyspark.sql import functions as F
 
     fields = []
     for c in columns:
         name = c.name[len(prefix) :] if prefix and c.name.startswith(prefix) else c.name
         fields.append((F.col(f"`{c.name}`"), Column(name, c.type)))
-    return format_module(fmt.name).encode(fields, fmt.options)
+    module = format_module(fmt.name)
+    if is_changelog(fmt.name):
+        return module.encode(fields, fmt.options, kind)
+    return module.encode(fields, fmt.options)
 
 
 def _declared_columns(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:
@@ -113,8 +114,13 @@ def serialize(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:
         df = df.filter(~kind.eqNullSafe("-U"))
 
     key_columns, value_columns = _layout(spec, df)
-    value = _encode(value_columns, spec.value_fields_prefix, spec.value_format)
-    if kind is not None and spec.is_upsert:
+    changelog = is_changelog(spec.value_format.name)
+    value = _encode(value_columns, spec.value_fields_prefix, spec.value_format, kind)
+    if kind is not None and changelog:
+        value = F.when(kind.isNull() | kind.isin(*ROW_KINDS), value).otherwise(
+            _row_kind_error(kind, "allowed are Flink's '+I', '-U', '+U' and '-D'.")
+        )
+    elif kind is not None and spec.is_upsert:
         value = (
             F.when(kind == "-D", F.lit(None).cast("binary"))
             .when(kind.isNull() | kind.isin("+I", "+U"), value)
@@ -125,7 +131,8 @@ def serialize(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:
             _row_kind_error(
                 kind,
                 "a 'kafka' sink is append-only and writes only '+I' rows. Write updates and "
-                "deletes to an 'upsert-kafka' table.",
+                "deletes to an 'upsert-kafka' table, or with a changelog value format such as "
+                "'debezium-json'.",
             )
         )
     if spec.key_format is not None and key_columns:

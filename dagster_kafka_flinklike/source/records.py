@@ -1,23 +1,32 @@
 """From raw Kafka records to the table's rows: header filter, key/value decoding, metadata and
 computed columns.
 
-The result carries the table's columns in declaration order, then ``__dkf_error`` (null when the
-record decoded cleanly, else why it is dirty), ``__dkf_tolerated`` (true for a dirty record its
-format's ``ignore-parse-errors`` tolerates) and the record's provenance (:data:`PROVENANCE`:
-topic, partition, offset, raw key, raw value and timestamp) so dirty records can be reported and
-collected with their bytes.
+The result carries the table's columns in declaration order, then (for a changelog table: a
+changelog value format, or ``upsert-kafka``) :data:`ROW_KIND`, then ``__dkf_error`` (null when
+the record decoded cleanly, else why it is dirty), ``__dkf_tolerated`` (true for a dirty record
+its format's ``ignore-parse-errors`` tolerates) and the record's provenance (:data:`PROVENANCE`:
+topic, partition, offset, raw key, raw value, timestamp, and whether the row is the first its
+record yields) so dirty records can be reported and collected with their bytes.
 
 Records the ``scan.header-filter`` rejects are dropped before decoding, and so are records a
 format yields no row for (a null JSON/CSV value, as in Flink; an ``upsert-kafka`` table keeps
-them, a null value being a deletion).
+them, a null value being a deletion: row kind ``-D``, every other row ``+I``). A changelog
+format's record becomes 0..n rows (an update: ``-U`` then ``+U``); a dirty record stays one row.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formats import format_module
-from ..options import Column, FormatSpec, KafkaTableSpec, parse_header_filter, spark_type
+from ..formats import format_module, is_changelog
+from ..options import (
+    ROW_KIND,
+    Column,
+    FormatSpec,
+    KafkaTableSpec,
+    parse_header_filter,
+    spark_type,
+)
 from .reader import column_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,8 +42,14 @@ PROVENANCE = (
     "__dkf_key",
     "__dkf_value",
     "__dkf_timestamp",
+    "__dkf_record_start",
 )
-_PROVENANCE_FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp")
+#: Provenance column: true on the first row a record yields (a changelog record may yield
+#: several), so counts of records and bytes count each record once.
+RECORD_START = PROVENANCE[-1]
+_PROVENANCE_FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp", RECORD_START)
+_VALUE_ROW = "__dkf_value_row"
+_VALUE_META = "__dkf_value_meta"
 
 #: Flink metadata key → raw record field.
 METADATA_FIELDS = {
@@ -64,10 +79,21 @@ def record_fields(spec: KafkaTableSpec) -> tuple[str, ...]:
     if spec.header_filter:
         wanted.append("headers")
     for column in spec.metadata_columns:
-        field = METADATA_FIELDS[column.metadata_key or column.name]
-        if field not in wanted:
+        field = METADATA_FIELDS.get(column.metadata_key or column.name)
+        if field is not None and field not in wanted:  # else the value format's own metadata
             wanted.append(field)
     return tuple(wanted)
+
+
+def format_metadata_keys(spec: KafkaTableSpec) -> list[str]:
+    """The value format's own metadata keys (``value.<key>``) the table's columns read, in
+    order, each once."""
+    keys: list[str] = []
+    for column in spec.metadata_columns:
+        key = column.metadata_key or column.name
+        if key not in METADATA_FIELDS and key.startswith("value.") and key[6:] not in keys:
+            keys.append(key[6:])
+    return keys
 
 
 def _quoted(name: str) -> str:
@@ -95,10 +121,14 @@ def headers_map(headers: SparkColumn) -> SparkColumn:
     return F.map_from_entries(last_wins(entries, "key"))
 
 
-def _metadata(column: Column) -> SparkColumn:
+def _metadata(column: Column, format_keys: list[str]) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    field = METADATA_FIELDS[column.metadata_key or column.name]
+    key = column.metadata_key or column.name
+    if key not in METADATA_FIELDS:  # the value format's own metadata
+        value = F.col(_VALUE_META)[f"m{format_keys.index(key[6:])}"]
+        return value.cast(spark_type(column.flink_type)).alias(column.name)
+    field = METADATA_FIELDS[key]
     value = F.col(column_name(field))
     if field == "headers":
         value = headers_map(value)
@@ -106,20 +136,29 @@ def _metadata(column: Column) -> SparkColumn:
 
 
 def _decode(
-    fmt: FormatSpec, columns: tuple[Column, ...], prefix: str, side: str
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode the record ``side`` (key or value): its projection stages, then struct, error with
-    context, tolerated and skipped."""
+    fmt: FormatSpec, columns: tuple[Column, ...], prefix: str, side: str, meta: list[str]
+) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn]:
+    """Decode the record ``side`` (key or value): its projection stages, its parts (``struct``
+    — for a changelog format ``rows`` and ``meta`` instead —, ``error`` with context,
+    ``tolerated``) and whether the format yields no row for the record."""
     from pyspark.sql import functions as F
 
     raw = F.col(side)
     module = format_module(fmt.name)
     columns_in_format = _unprefixed(columns, prefix)
-    stages, (struct, error, tolerated) = module.decode_stages(
-        raw, columns_in_format, fmt, f"__dkf_{side}_"
-    )
+    parts: dict[str, SparkColumn]
+    if is_changelog(fmt.name):
+        stages, (rows, meta_struct, error, tolerated) = module.decode_changelog_stages(
+            raw, columns_in_format, meta, fmt, f"__dkf_{side}_"
+        )
+        parts = {"rows": rows, **({"meta": meta_struct} if meta_struct is not None else {})}
+    else:
+        stages, (struct, error, tolerated) = module.decode_stages(
+            raw, columns_in_format, fmt, f"__dkf_{side}_"
+        )
+        parts = {"struct": struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
-    return stages, (struct, error, tolerated, module.skipped(raw, fmt))
+    return stages, {**parts, "error": error, "tolerated": tolerated}, module.skipped(raw, fmt)
 
 
 def _merged(
@@ -134,8 +173,8 @@ def _merged(
 def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
     """Decode raw records (columns from :func:`record_fields`) into the table's columns.
 
-    Returns the table's columns in declaration order, then :data:`ERROR`, :data:`TOLERATED`
-    and :data:`PROVENANCE`.
+    Returns the table's columns in declaration order, then :data:`ROW_KIND` (changelog tables
+    only), :data:`ERROR`, :data:`TOLERATED` and :data:`PROVENANCE`.
 
     Example:
         >>> raw = read_splits(spark, splits, config, record_fields(spec))  # doctest: +SKIP
@@ -146,14 +185,17 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
 
     if spec.header_filter:
         raw = raw.filter(parse_header_filter(spec.header_filter).to_column(F.col("headers")))
-    stages, value = _decode(
-        spec.value_format, spec.value_columns, spec.value_fields_prefix, "value"
+    meta = format_metadata_keys(spec)
+    value_fmt = spec.value_format
+    stages, value, no_row = _decode(
+        value_fmt, spec.value_columns, spec.value_fields_prefix, "value", meta
     )
-    key = None
+    sides = {"value": value}
     if spec.key_format is not None and spec.key_columns:
-        key_stages, key = _decode(spec.key_format, spec.key_columns, spec.key_fields_prefix, "key")
+        key_stages, sides["key"], _ = _decode(
+            spec.key_format, spec.key_columns, spec.key_fields_prefix, "key", []
+        )
         stages = _merged(stages, key_stages)
-    no_row = value[3]
     if spec.is_upsert:  # a null value is a deletion of its key: kept
         no_row = no_row & F.col("value").isNotNull()
     raw = raw.filter(~no_row)
@@ -161,17 +203,13 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         if stage:
             raw = raw.select("*", *[expr.alias(name) for name, expr in stage.items()])
 
-    # Each side's struct, error and tolerated flag become columns first: the table's columns,
-    # the error and the tolerated flag then read them instead of repeating the decoding.
-    sides = {"value": value, **({"key": key} if key is not None else {})}
+    # Each side's parts (struct, error, tolerated flag) become columns first: the table's
+    # columns, the error and the tolerated flag then read them instead of repeating the decoding.
     decoded = raw.select(
         "*",
-        *[
-            expr.alias(f"__dkf_{name}_{part}")
-            for name, side in sides.items()
-            for part, expr in zip(("struct", "error", "tolerated"), side[:3], strict=True)
-        ],
-    )
+        *[expr.alias(f"__dkf_{name}_{part}") for name, side in sides.items()
+          for part, expr in side.items()],
+    )  # fmt: skip
     side_errors = [F.col(f"__dkf_{name}_error") for name in ("key", "value") if name in sides]
     error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
     tolerated = F.col(ERROR).isNotNull()
@@ -180,13 +218,22 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
     decoded = decoded.withColumn(ERROR, error).withColumn(TOLERATED, tolerated)
 
+    changelog = "rows" in value
+    if changelog:
+        decoded, value_struct, kind, start = _changelog_rows(decoded)
+    else:
+        value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
+        no_value = F.col("value").isNull()
+        kind = F.when(F.col(ERROR).isNull(), F.when(no_value, "-D").otherwise("+I"))
+    decoded = decoded.withColumn(RECORD_START, start)
+
     in_value = {c.name for c in spec.value_columns}
-    in_key = {c.name for c in spec.key_columns} if key is not None else set()
-    value_struct, key_struct = F.col("__dkf_value_struct"), F.col("__dkf_key_struct")
+    in_key = {c.name for c in spec.key_columns} if "key" in sides else set()
+    key_struct = F.col("__dkf_key_struct")
     selected: list[SparkColumn] = []
     for column in spec.columns:
         if column.is_metadata:
-            selected.append(_metadata(column))
+            selected.append(_metadata(column, meta))
         elif column.is_physical:
             from_key = key_struct[_unprefixed((column,), spec.key_fields_prefix)[0].name]
             from_value = value_struct[_unprefixed((column,), spec.value_fields_prefix)[0].name]
@@ -198,14 +245,31 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
             else:
                 field = from_key
             selected.append(field.alias(column.name))
+    kinds = [kind.alias(ROW_KIND)] if spec.is_changelog else []
     provenance = [
         F.col(field).alias(alias)
         for field, alias in zip(_PROVENANCE_FIELDS, PROVENANCE, strict=True)
     ]
-    table = decoded.select(*selected, F.col(ERROR), F.col(TOLERATED), *provenance)
+    table = decoded.select(*selected, *kinds, F.col(ERROR), F.col(TOLERATED), *provenance)
     if any(c.expression is not None for c in spec.columns):
-        table = with_computed_columns(spec, table, ERROR, TOLERATED, *PROVENANCE)
+        keep = (ROW_KIND,) if spec.is_changelog else ()
+        table = with_computed_columns(spec, table, *keep, ERROR, TOLERATED, *PROVENANCE)
     return table
+
+
+def _changelog_rows(decoded: DataFrame) -> tuple[DataFrame, SparkColumn, SparkColumn, SparkColumn]:
+    """One row per changelog row of each record (none for a record that yields none, one for a
+    dirty record): the frame, then the row's value struct, row kind and record-start flag."""
+    from pyspark.sql import functions as F
+
+    rows = F.col("__dkf_value_rows")
+    clean = F.col(ERROR).isNull()
+    kept = decoded.filter(~clean | (F.coalesce(F.size(rows), F.lit(0)) > 0))
+    position = "__dkf_value_position"
+    exploded = kept.select("*", F.posexplode_outer(F.when(clean, rows)).alias(position, _VALUE_ROW))
+    row = F.col(_VALUE_ROW)
+    start = F.coalesce(F.col(position) == 0, F.lit(True))
+    return exploded, row["r"], row["k"], start
 
 
 def with_computed_columns(spec: KafkaTableSpec, frame: DataFrame, *keep: str) -> DataFrame:
@@ -222,8 +286,10 @@ __all__ = [
     "ERROR",
     "METADATA_FIELDS",
     "PROVENANCE",
+    "RECORD_START",
     "TOLERATED",
     "decode_records",
+    "format_metadata_keys",
     "headers_map",
     "record_fields",
     "with_computed_columns",

@@ -119,7 +119,7 @@ class SqlInsert:
         """
         from pyspark.sql import functions as F
 
-        from ..options import spark_type
+        from ..options import ROW_KIND, spark_type
 
         session = spark
         before = {key: session.conf.get(key, None) for key, _ in self.spark_settings}
@@ -140,10 +140,14 @@ class SqlInsert:
                     session.conf.set(key, old)
         if not self.columns:  # CREATE TABLE ... AS SELECT: the query's columns, by name
             return result
-        if len(result.columns) != len(self.columns):
+        # A changelog source's row kinds (SELECT * over it) go on to the sink.
+        columns, kinds = list(result.columns), []
+        if columns[-1:] == [ROW_KIND] and len(columns) == len(self.columns) + 1:
+            columns, kinds = columns[:-1], [F.col(ROW_KIND)]
+        if len(columns) != len(self.columns):
             raise KafkaConnectorError(
                 f"INSERT INTO {self.name} (line {self.line}): the query returns "
-                f"{len(result.columns)} column(s) ({', '.join(result.columns)}) but the sink "
+                f"{len(columns)} column(s) ({', '.join(columns)}) but the sink "
                 f"takes {len(self.columns)} ({', '.join(self.columns)}); Flink maps them by "
                 f"position."
             )
@@ -151,8 +155,9 @@ class SqlInsert:
         return result.select(
             *[
                 F.col(f"`{old}`").cast(spark_type(types[new])).alias(new)
-                for old, new in zip(result.columns, self.columns, strict=True)
-            ]
+                for old, new in zip(columns, self.columns, strict=True)
+            ],
+            *kinds,
         )
 
 

@@ -217,7 +217,12 @@ def test_valid_changes(changes: dict[str, Any], field: str, expected: Any) -> No
         ({"format": "avro"}, ("format",), "does not support yet"),
         ({"format": "protobuf"}, ("format",), "Supported formats are 'json', 'csv', 'raw'"),
         ({"format": "xml"}, ("format",), "Unsupported value for option 'format': 'xml'"),
-        ({"format": DROP, "value.format": "debezium-json"}, ("value.format",), "not support"),
+        ({"format": DROP, "value.format": "protobuf"}, ("value.format",), "not support"),
+        (
+            {"key.format": "debezium-json", "key.fields": "id"},
+            ("key.format",),
+            "a key format must be insert-only",
+        ),
         ({"key.format": "avro", "key.fields": "id"}, ("key.format",), "Supported formats"),
         ({"key.fields": "id"}, ("key.fields", "key.format"), "can only be declared if a key"),
         ({"key.format": "json"}, ("key.format", "key.fields"), "requires the declaration"),

@@ -1,0 +1,280 @@
+"""What the changelog formats (``debezium-json``, ``canal-json``, ``maxwell-json``, ``ogg-json``)
+share: their envelopes are JSON, parsed by the ``json`` format's own decoding (so rows follow
+Flink's JSON rules and a bad field is dirty with its path), and each record becomes changelog rows.
+
+A changelog format module has ``CHANGELOG = True``, ``skipped`` (tombstones, and records its
+filters leave out), ``encode(fields, options, kind)`` and
+
+``decode_changelog_stages(raw, columns, metadata, options, prefix)`` returning
+``(stages, (rows, meta, error, tolerated))``: ``rows`` is an array of ``struct<k, r>`` (``k`` the
+row kind ``+I``/``-U``/``+U``/``-D``, ``r`` the row of ``columns``), null for a dirty record and
+empty or null for a record that yields no row; ``meta`` a struct of the requested format
+metadata (fields ``m0``, ``m1``, ... in the order of ``metadata``) or None when none is
+requested; ``error`` and ``tolerated`` as in every format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FlinkType, FormatSpec
+from . import json as json_format
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+#: Row kinds written as an insert (the row is the after image) and as a delete (before image).
+INSERTS = ("+I", "+U")
+DELETES = ("-U", "-D")
+
+
+def settings(name: str, options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
+    """Every option of changelog format ``name``, parsed, defaults applied."""
+    from . import format_settings
+
+    return format_settings(name, options)
+
+
+def json_options(name: str, options: FormatSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """The ``json`` options the envelope of format ``name`` is decoded and encoded with."""
+    own = settings(name, options)
+    shared = ("ignore-parse-errors", "timestamp-format.standard", "map-null-key.mode",
+              "map-null-key.literal", "encode.decimal-as-plain-number")  # fmt: skip
+    return {k: own[k] for k in shared if k in own}
+
+
+def row_type(columns: Sequence[Column]) -> str:
+    """The Flink ROW type (as text) holding ``columns``, to nest them in an envelope."""
+    return str(
+        FlinkType(
+            "ROW",
+            children=tuple(c.flink_type for c in columns),
+            field_names=tuple(c.name for c in columns),
+        )
+    )
+
+
+def is_tombstone(raw: SparkColumn) -> SparkColumn:
+    """A null or empty value: a tombstone, which yields no row (as Flink skips it)."""
+    from pyspark.sql import functions as F
+
+    return raw.isNull() | (F.length(raw) == F.lit(0))
+
+
+def change(kind: str, row: SparkColumn) -> SparkColumn:
+    """One changelog row: its kind and the row."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.lit(kind).alias("k"), row.alias("r"))
+
+
+def changes(kind: str, rows: SparkColumn) -> SparkColumn:
+    """Every row of an array of rows as a changelog row of ``kind``."""
+    from pyspark.sql import functions as F
+
+    return F.transform(rows, lambda r: change(kind, r))
+
+
+def before_image(
+    after: SparkColumn, old: SparkColumn, old_keys: SparkColumn, columns: Sequence[Column]
+) -> SparkColumn:
+    """The row before an update from its changed fields: a field present in ``old`` (its keys
+    ``old_keys``, even when null) took that value; any other field kept the ``after`` value."""
+    from pyspark.sql import functions as F
+
+    fields = [
+        F.when(F.array_contains(old_keys, F.lit(c.name)), old[c.name])
+        .otherwise(after[c.name])
+        .alias(c.name)
+        for c in columns
+    ]
+    return F.struct(*fields)
+
+
+def object_keys(text: SparkColumn) -> SparkColumn:
+    """The keys of a JSON object text (an empty array for null)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.json_object_keys(text), F.array().cast("array<string>"))
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What one value of the envelope's operation field means: the changelog rows it yields
+    (None: none, as for a DDL event) and the conditions that make the record dirty."""
+
+    rows: SparkColumn | None
+    checks: tuple[tuple[SparkColumn, str], ...] = ()
+
+
+def dispatch(
+    op: SparkColumn, field: str, operations: Mapping[str, Operation]
+) -> tuple[SparkColumn, SparkColumn]:
+    """(rows, error) of a record whose operation field ``field`` holds ``op``.
+
+    A missing operation, an unknown one, or a failed check of its operation is an error that
+    says which.
+    """
+    from pyspark.sql import functions as F
+
+    rows: Any = None
+    error = F.when(op.isNull(), F.lit(f'the "{field}" field is missing'))
+    for value, operation in operations.items():
+        if operation.rows is not None:
+            rows = (F if rows is None else rows).when(op == value, operation.rows)
+        for condition, reason in operation.checks:
+            error = error.when((op == value) & condition, F.lit(reason))
+    known = F.array(*[F.lit(v) for v in operations])
+    unknown = F.concat(F.lit(f'unknown "{field}" value "'), json_format.snippet(op), F.lit('"'))
+    error = error.when(~F.array_contains(known, op), unknown)
+    return (rows if rows is not None else F.lit(None)), error
+
+
+def before_after(
+    before: SparkColumn,
+    after: SparkColumn,
+    ops: tuple[Sequence[str], str, str],
+    no_before: str = 'the "before" field of {op} is null',
+) -> dict[str, Operation]:
+    """The operations of a before/after envelope (Debezium, OGG): ``ops`` are the insert values,
+    the update value and the delete value of its operation field. An insert yields ``+I`` of
+    ``after``; an update ``-U`` of ``before`` and ``+U`` of ``after``; a delete ``-D`` of
+    ``before``; a missing image is dirty (``no_before`` says so for the before image)."""
+    from pyspark.sql import functions as F
+
+    inserts, update, delete = ops
+
+    def no_after(op: str) -> tuple[SparkColumn, str]:
+        return after.isNull(), f'the "after" field of {op} is null'
+
+    operations = {
+        value: Operation(F.array(change("+I", after)), (no_after("an insert"),))
+        for value in inserts
+    }
+    operations[update] = Operation(
+        F.array(change("-U", before), change("+U", after)),
+        ((before.isNull(), no_before.format(op="an update")), no_after("an update")),
+    )
+    operations[delete] = Operation(
+        F.array(change("-D", before)), ((before.isNull(), no_before.format(op="a delete")),)
+    )
+    return operations
+
+
+def encode_before_after(
+    name: str,
+    fields: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+    kind: SparkColumn | None,
+    op: tuple[str, str, str],
+) -> SparkColumn:
+    """Rows as before/after envelopes, as Flink writes them: ``+I``/``+U`` rows (and rows
+    without a kind) as the after image, ``-U``/``-D`` rows as the before image. ``op`` is the
+    operation field's name, its insert value and its delete value."""
+    from pyspark.sql import functions as F
+
+    field, insert_op, delete_op = op
+    row, row_t = row_struct(fields)
+    insert = is_insert(kind)
+    envelope = [
+        (F.when(~insert, row), Column("before", row_t)),
+        (F.when(insert, row), Column("after", row_t)),
+        (F.when(insert, F.lit(insert_op)).otherwise(F.lit(delete_op)), Column(field, "STRING")),
+    ]
+    return encode_envelope(name, envelope, options)
+
+
+#: Builds (rows, envelope error, metadata values) from the parsed envelope struct, the text and
+#: a function that stages an expression (computed once per record, after the envelope's parse).
+Interpret = Callable[[Any, Any, Callable[[str, Any], Any]], tuple[Any, Any, Sequence[Any]]]
+
+
+def decode_envelope(
+    name: str,
+    raw: SparkColumn,
+    envelope: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str | None,
+    interpret: Interpret,
+) -> tuple[
+    list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn | None, SparkColumn, SparkColumn]
+]:
+    """Parse the ``envelope`` columns of format ``name`` with the JSON format, then let
+    ``interpret`` turn the parsed struct into changelog rows, an error and metadata values.
+
+    A JSON error (malformed record, a field that does not convert) comes first; a record that
+    is not a JSON object (blank, ``null``) is dirty too: only tombstones yield no row silently.
+    """
+    from pyspark.sql import functions as F
+
+    stager = json_format.Stager(prefix, 3)
+    struct, json_error, _ = json_format.decode_with(raw, envelope, json_options(name, options),
+                                                    stager)  # fmt: skip
+    text = raw.cast("string")
+    rows, envelope_error, metadata = interpret(struct, text, lambda n, e: stager.put(2, n, e))
+    not_record = F.when(
+        struct.isNull() & ~is_tombstone(raw),
+        F.concat(F.lit(f"not a {name} record: "), json_format.snippet(text)),
+    )
+    error = F.when(~is_tombstone(raw), F.coalesce(json_error, not_record, envelope_error))
+    ignore = bool(settings(name, options)["ignore-parse-errors"])
+    tolerated = error.isNotNull() & F.lit(ignore)
+    meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
+    return stager.stages, (F.when(error.isNull(), rows), meta, error, tolerated)
+
+
+def epoch_millis(value: SparkColumn) -> SparkColumn:
+    """A TIMESTAMP_LTZ from epoch milliseconds."""
+    from pyspark.sql import functions as F
+
+    return F.timestamp_millis(value.cast("bigint"))
+
+
+def encode_envelope(
+    name: str,
+    envelope: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+) -> SparkColumn:
+    """The envelope written with the ``json`` format's encoding (nulls kept, as Flink does)."""
+    return json_format.encode(envelope, json_options(name, options))
+
+
+def row_struct(fields: Sequence[tuple[SparkColumn, Column]]) -> tuple[SparkColumn, str]:
+    """The row of ``fields`` as one struct, and its Flink ROW type."""
+    from pyspark.sql import functions as F
+
+    return F.struct(*[src.alias(c.name) for src, c in fields]), row_type([c for _, c in fields])
+
+
+def is_insert(kind: SparkColumn | None) -> SparkColumn:
+    """Rows written as inserts: ``+I`` and ``+U``, and every row of a frame without kinds."""
+    from pyspark.sql import functions as F
+
+    if kind is None:
+        return F.lit(True)
+    return kind.isNull() | kind.isin(*INSERTS)
+
+
+__all__ = [
+    "DELETES",
+    "INSERTS",
+    "Operation",
+    "before_after",
+    "before_image",
+    "change",
+    "changes",
+    "decode_envelope",
+    "dispatch",
+    "encode_before_after",
+    "encode_envelope",
+    "epoch_millis",
+    "is_insert",
+    "is_tombstone",
+    "json_options",
+    "object_keys",
+    "row_struct",
+    "row_type",
+    "settings",
+]

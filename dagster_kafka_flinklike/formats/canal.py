@@ -1,0 +1,142 @@
+"""The ``canal-json`` changelog format: Alibaba Canal's row events in JSON, as Flink reads and
+writes them.
+
+Reading, ``type`` says what a record is and ``data`` holds its rows (an array: one record may
+carry many): ``INSERT`` yields ``+I`` of each row, ``DELETE`` ``-D`` of each, ``UPDATE`` ``-U``
+then ``+U`` for each row, the before image built from ``old`` (same position; a field present
+in it, even as null, had that value, any other was unchanged). ``CREATE`` (a DDL event) yields
+no row. A missing or unknown ``type``, a row event without ``data``, an update without an
+``old`` row for each ``data`` row is dirty. ``database.include`` / ``table.include`` keep only
+the records whose ``database`` / ``table`` match in full (Java regular expressions, as Spark
+evaluates them); the others yield no row and are not decoded. A null or empty value yields no
+row.
+
+Writing, as Flink writes: one record per row, ``{"data": [row], "type": "INSERT"}`` for ``+I``
+and ``+U`` rows, ``"DELETE"`` for ``-U`` and ``-D`` rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FormatSpec
+from . import _changelog as cl
+from .json import TEXT_OPTIONS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+NAME = "canal-json"
+CHANGELOG = True
+#: Metadata key → the envelope field holding it and that field's type.
+_FIELDS = {
+    "database": ("database", "STRING"),
+    "table": ("table", "STRING"),
+    "sql-type": ("sqlType", "MAP<STRING, INT>"),
+    "pk-names": ("pkNames", "ARRAY<STRING>"),
+    "ingestion-timestamp": ("ts", "BIGINT"),
+    "event-timestamp": ("es", "BIGINT"),
+}
+_FEWER_OLD = 'the "old" field of an UPDATE has fewer rows than "data"'
+_FILTERS = (("database.include", "database"), ("table.include", "table"))
+
+
+def _filters(options: FormatSpec | Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(option, envelope field, full-match pattern) of each include filter that is set."""
+    own = cl.settings(NAME, options)
+    return [(o, f, f"^(?:{own[o]})$") for o, f in _FILTERS if own.get(o) is not None]
+
+
+def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+    """Tombstones, and records whose ``database`` / ``table`` the include filters leave out."""
+    from pyspark.sql import functions as F
+
+    out = cl.is_tombstone(raw)
+    text = raw.cast("string")
+    for _, field, pattern in _filters(options):
+        value = F.get_json_object(text, f"$.{field}")
+        out = out | (value.isNotNull() & ~value.rlike(pattern))
+    return out
+
+
+def decode_changelog_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    metadata: Sequence[str],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str | None = None,
+) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
+    """Decode Canal JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
+    rows_t = f"ARRAY<{cl.row_type(columns)}>"
+    envelope = [Column("data", rows_t), Column("old", rows_t), Column("type", "STRING")]
+    filters = _filters(options)
+    wanted = [_FIELDS[k] for k in metadata] + [(f, "STRING") for _, f, _ in filters]
+    for field, type_ in wanted:
+        if all(c.name != field for c in envelope):
+            envelope.append(Column(field, type_))
+
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+        from pyspark.sql import functions as F
+
+        data, old = struct["data"], struct["old"]
+        # The texts of the 'old' rows, for the fields each names: parsed once, for updates only.
+        old_json = F.from_json(text, "struct<old:array<string>>", TEXT_OPTIONS)["old"]
+        old_texts = stage("old_texts", F.when(struct["type"] == "UPDATE", old_json))
+
+        def update(after: SparkColumn, i: SparkColumn) -> SparkColumn:
+            keys = cl.object_keys(F.get(old_texts, i))
+            before = cl.before_image(after, F.get(old, i), keys, columns)
+            return F.array(cl.change("-U", before), cl.change("+U", after))
+
+        def no_data(op: str) -> tuple[SparkColumn, str]:
+            return data.isNull(), f'the "data" field of {op} is missing'
+
+        rows, error = cl.dispatch(
+            struct["type"],
+            "type",
+            {
+                "INSERT": cl.Operation(cl.changes("+I", data), (no_data("an INSERT"),)),
+                "UPDATE": cl.Operation(
+                    F.flatten(F.transform(data, update)),
+                    (
+                        no_data("an UPDATE"),
+                        (old.isNull(), 'the "old" field of an UPDATE is missing'),
+                        (F.size(old) < F.size(data), _FEWER_OLD),
+                    ),
+                ),
+                "DELETE": cl.Operation(cl.changes("-D", data), (no_data("a DELETE"),)),
+                "CREATE": cl.Operation(None),
+            },
+        )
+        for option, field, _ in reversed(filters):
+            missing = F.lit(f"the \"{field}\" field is missing ('canal-json.{option}' needs it)")
+            error = F.when(struct[field].isNull(), missing).otherwise(error)
+        values = []
+        for key in metadata:
+            value = struct[_FIELDS[key][0]]
+            values.append(cl.epoch_millis(value) if key.endswith("timestamp") else value)
+        return rows, error, values
+
+    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+
+
+def encode(
+    fields: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+    kind: SparkColumn | None = None,
+) -> SparkColumn:
+    """Each row as a Canal event of one row: ``INSERT`` for ``+I``/``+U`` (and rows without a
+    kind), ``DELETE`` for ``-U``/``-D``."""
+    from pyspark.sql import functions as F
+
+    row, row_t = cl.row_struct(fields)
+    envelope = [
+        (F.array(row), Column("data", f"ARRAY<{row_t}>")),
+        (F.when(cl.is_insert(kind), F.lit("INSERT")).otherwise(F.lit("DELETE")),
+         Column("type", "STRING")),
+    ]  # fmt: skip
+    return cl.encode_envelope(NAME, envelope, options)
+
+
+__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]

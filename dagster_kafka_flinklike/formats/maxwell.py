@@ -1,0 +1,110 @@
+"""The ``maxwell-json`` changelog format: Maxwell's row events in JSON, as Flink reads and writes
+them.
+
+Reading, ``type`` says what a record is: ``insert`` yields ``+I`` of ``data``, ``delete`` ``-D``
+of ``data``, ``update`` ``-U`` then ``+U``, the before image built from ``old`` (a field present
+in it, even as null, had that value; any other was unchanged). A missing or unknown ``type``
+(Maxwell's bootstrap and DDL events included, as in Flink), an event without ``data`` or an
+update without ``old`` is dirty. A null or empty value yields no row.
+
+Writing, as Flink writes: ``{"data": row, "type": "insert"}`` for ``+I`` and ``+U`` rows,
+``"delete"`` for ``-U`` and ``-D`` rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FormatSpec
+from . import _changelog as cl
+from .json import TEXT_OPTIONS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+NAME = "maxwell-json"
+CHANGELOG = True
+_NO_OLD = 'the "old" field of an update is missing'
+#: Metadata key → the envelope field holding it and that field's type.
+_FIELDS = {
+    "database": ("database", "STRING"),
+    "table": ("table", "STRING"),
+    "primary-key-columns": ("primary_key_columns", "ARRAY<STRING>"),
+    "ingestion-timestamp": ("ts", "BIGINT"),
+}
+
+
+def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+    """Tombstones (null or empty values) yield no row."""
+    return cl.is_tombstone(raw)
+
+
+def decode_changelog_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    metadata: Sequence[str],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str | None = None,
+) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
+    """Decode Maxwell JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
+    row_t = cl.row_type(columns)
+    envelope = [Column("data", row_t), Column("old", row_t), Column("type", "STRING")]
+    for key in metadata:
+        field, type_ = _FIELDS[key]
+        if all(c.name != field for c in envelope):
+            envelope.append(Column(field, type_))
+
+    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+        from pyspark.sql import functions as F
+
+        data, old = struct["data"], struct["old"]
+        # The fields 'old' names: parsed once, for updates only.
+        old_json = F.from_json(text, "struct<old:string>", TEXT_OPTIONS)["old"]
+        old_keys = stage("old_keys", F.when(struct["type"] == "update", cl.object_keys(old_json)))
+        before = cl.before_image(data, old, old_keys, columns)
+
+        def no_data(op: str) -> tuple[SparkColumn, str]:
+            return data.isNull(), f'the "data" field of {op} is missing'
+
+        rows, error = cl.dispatch(
+            struct["type"],
+            "type",
+            {
+                "insert": cl.Operation(F.array(cl.change("+I", data)), (no_data("an insert"),)),
+                "update": cl.Operation(
+                    F.array(cl.change("-U", before), cl.change("+U", data)),
+                    (no_data("an update"), (old.isNull(), _NO_OLD)),
+                ),
+                "delete": cl.Operation(F.array(cl.change("-D", data)), (no_data("a delete"),)),
+            },
+        )
+        values = []
+        for key in metadata:
+            value = struct[_FIELDS[key][0]]
+            # Maxwell's ts is in seconds
+            values.append(F.timestamp_seconds(value) if key == "ingestion-timestamp" else value)
+        return rows, error, values
+
+    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+
+
+def encode(
+    fields: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+    kind: SparkColumn | None = None,
+) -> SparkColumn:
+    """Each row as a Maxwell event: ``insert`` for ``+I``/``+U`` (and rows without a kind),
+    ``delete`` for ``-U``/``-D``."""
+    from pyspark.sql import functions as F
+
+    row, row_t = cl.row_struct(fields)
+    envelope = [
+        (row, Column("data", row_t)),
+        (F.when(cl.is_insert(kind), F.lit("insert")).otherwise(F.lit("delete")),
+         Column("type", "STRING")),
+    ]  # fmt: skip
+    return cl.encode_envelope(NAME, envelope, options)
+
+
+__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
