@@ -52,4 +52,5 @@ ui: env
 
 clean:
 	-$(BIN)/dkf local-kafka stop
+	-$(BIN)/dkf local-registry stop
 	rm -rf .local

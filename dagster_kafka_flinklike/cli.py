@@ -1,4 +1,4 @@
-"""The ``dkf`` command line: manage the local development Kafka broker (and run the demo).
+"""The ``dkf`` command line: manage the local development Kafka broker and Schema Registry.
 
 Kept free of module-level pyspark and dagster imports so that ``dkf local-kafka status`` answers
 in well under a second.
@@ -11,17 +11,23 @@ Example:
         $ dkf local-kafka status
         127.0.0.1:41234
         $ dkf local-kafka stop
+        $ dkf local-registry start
+        http://127.0.0.1:41235/apis/ccompat/v7
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .local._service import JvmService
 
 __all__ = ["main"]
 
@@ -30,89 +36,143 @@ _Subparsers = Any
 _Handler = Callable[[argparse.Namespace], int]
 
 
-def _local_kafka_dir() -> Path:
-    from .local import default_home
+@dataclass(frozen=True)
+class _LocalService:
+    """What ``dkf local-<name> start|stop|status`` needs to know about one embedded service."""
 
-    return default_home() / "kafka"
+    command: str  # "local-kafka"
+    kind: str  # its class in .local, imported when the command runs: "EmbeddedKafka"
+    folder: str  # its directory under $DKF_HOME
+    noun: str  # "Kafka broker"
+    short: str  # "broker"
+    address: str  # what `start` and `status` print: "bootstrap address"
+    env: str  # the variable that makes the demo and the tests use another one
+    env_names: str  # what that variable names
+    description: str
+
+    def make(self) -> JvmService:
+        """The service in its directory under ``default_home()``."""
+        from . import local
+
+        kind: type[JvmService] = getattr(local, self.kind)
+        return kind(local.default_home() / self.folder)
 
 
-def _cmd_local_kafka_start(args: argparse.Namespace) -> int:
-    from .local import EmbeddedKafka, EmbeddedKafkaError
+_KAFKA = _LocalService(
+    command="local-kafka",
+    kind="EmbeddedKafka",
+    folder="kafka",
+    noun="Kafka broker",
+    short="broker",
+    address="bootstrap address",
+    env="KAFKA_BOOTSTRAP_SERVERS",
+    env_names="cluster",
+    description=(
+        "Manage a real single-node Apache Kafka broker on 127.0.0.1, kept in "
+        "$DKF_HOME/kafka (default ./.local/kafka). The first start downloads Kafka with "
+        "Maven and needs Java 17+. The broker keeps running until `dkf local-kafka stop`."
+    ),
+)
+_REGISTRY = _LocalService(
+    command="local-registry",
+    kind="EmbeddedSchemaRegistry",
+    folder="schema-registry",
+    noun="Schema Registry",
+    short="registry",
+    address="URL",
+    env="SCHEMA_REGISTRY_URL",
+    env_names="registry",
+    description=(
+        "Manage a real Schema Registry with Confluent's REST API (Apicurio Registry) on "
+        "127.0.0.1, kept in $DKF_HOME/schema-registry (default ./.local/schema-registry). "
+        "The first start downloads it (about 110 MB) and needs Java 17+. It prints the URL "
+        "for SchemaRegistryClient / 'avro-confluent.url' and keeps running until "
+        "`dkf local-registry stop`."
+    ),
+)
 
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip():
+
+def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
+    from .local import EmbeddedServiceError
+
+    if os.environ.get(service.env, "").strip():
         print(
-            "note: KAFKA_BOOTSTRAP_SERVERS is set, so the demo and the tests use that cluster, "
-            "not this local broker.",
+            f"note: {service.env} is set, so the demo and the tests use that "
+            f"{service.env_names}, not this local {service.noun}.",
             file=sys.stderr,
         )
-    kafka = EmbeddedKafka(_local_kafka_dir())
     try:
-        bootstrap = kafka.start(timeout=args.timeout)
-    except EmbeddedKafkaError as exc:
+        address = service.make().start(timeout=args.timeout)
+    except EmbeddedServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(bootstrap)
+    print(address)
     return 0
 
 
-def _cmd_local_kafka_stop(args: argparse.Namespace) -> int:
-    from .local import EmbeddedKafka, EmbeddedKafkaError
+def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
+    from .local import EmbeddedServiceError
 
-    directory = _local_kafka_dir()
+    instance = service.make()
     try:
-        stopped = EmbeddedKafka(directory).stop(timeout=args.timeout)
-    except EmbeddedKafkaError as exc:
+        stopped = instance.stop(timeout=args.timeout)
+    except EmbeddedServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if stopped:
-        print(f"stopped the local Kafka broker in {directory}")
+        print(f"stopped the local {service.noun} in {instance.data_dir}")
     else:
-        print(f"no local Kafka broker was running in {directory}")
+        print(f"no local {service.noun} was running in {instance.data_dir}")
     return 0
 
 
-def _cmd_local_kafka_status(args: argparse.Namespace) -> int:
-    from .local import EmbeddedKafka
-
-    bootstrap = EmbeddedKafka(_local_kafka_dir()).status()
-    if bootstrap is None:
+def _cmd_status(service: _LocalService, args: argparse.Namespace) -> int:
+    address = service.make().status()
+    if address is None:
         print("not running", file=sys.stderr)
         return 1
-    print(bootstrap)
+    print(address)
     return 0
 
 
-def _add_local_kafka(subparsers: _Subparsers) -> None:
-    """Register ``dkf local-kafka start|stop|status``."""
+def _add_local_service(subparsers: _Subparsers, service: _LocalService) -> None:
+    """Register ``dkf <service.command> start|stop|status``."""
     parser = subparsers.add_parser(
-        "local-kafka",
-        help="manage the local development Kafka broker",
-        description=(
-            "Manage a real single-node Apache Kafka broker on 127.0.0.1, kept in "
-            "$DKF_HOME/kafka (default ./.local/kafka). The first start downloads Kafka with "
-            "Maven and needs Java 17+. The broker keeps running until `dkf local-kafka stop`."
-        ),
+        service.command,
+        help=f"manage the local development {service.noun}",
+        description=service.description,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    noun = service.short
 
     start = actions.add_parser(
-        "start", help="start the broker if needed; print its bootstrap address"
+        "start", help=f"start the {noun} if needed; print its {service.address}"
     )
     start.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for readiness (120)"
     )
-    start.set_defaults(handler=_cmd_local_kafka_start)
+    start.set_defaults(handler=functools.partial(_cmd_start, service))
 
-    stop = actions.add_parser("stop", help="stop the broker (its data is kept)")
+    stop = actions.add_parser("stop", help=f"stop the {noun} (its data is kept)")
     stop.add_argument(
         "--timeout", type=float, default=30.0, help="seconds before SIGKILL follows SIGTERM (30)"
     )
-    stop.set_defaults(handler=_cmd_local_kafka_stop)
+    stop.set_defaults(handler=functools.partial(_cmd_stop, service))
 
     status = actions.add_parser(
-        "status", help="print the bootstrap address; exit 1 when not running"
+        "status", help=f"print the {service.address}; exit 1 when not running"
     )
-    status.set_defaults(handler=_cmd_local_kafka_status)
+    status.set_defaults(handler=functools.partial(_cmd_status, service))
+
+
+def _add_local_kafka(subparsers: _Subparsers) -> None:
+    """Register ``dkf local-kafka start|stop|status``."""
+    _add_local_service(subparsers, _KAFKA)
+
+
+def _add_local_registry(subparsers: _Subparsers) -> None:
+    """Register ``dkf local-registry start|stop|status``."""
+    _add_local_service(subparsers, _REGISTRY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,6 +191,7 @@ def _add_sql(subparsers: _Subparsers) -> None:
 
 _REGISTRATIONS: list[Callable[[_Subparsers], None]] = [
     _add_local_kafka,
+    _add_local_registry,
     _add_sql,
 ]
 
@@ -155,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name; ``None`` reads ``sys.argv``.
 
     Returns:
-        0 on success, non-zero on failure (``local-kafka status``: 1 when not running).
+        0 on success, non-zero on failure (``local-kafka status`` and ``local-registry status``:
+        1 when not running).
 
     Example:
         >>> main(["local-kafka", "status"])  # doctest: +SKIP

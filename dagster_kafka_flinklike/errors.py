@@ -22,7 +22,19 @@ class KafkaConnectorError(Exception):
     """
 
 
-class EmbeddedKafkaError(KafkaConnectorError):
+class EmbeddedServiceError(KafkaConnectorError):
+    """An embedded development service (the Kafka broker or the Schema Registry) failed.
+
+    The base of :class:`EmbeddedKafkaError` and :class:`EmbeddedSchemaRegistryError`: catch it
+    to handle any local service that could not be fetched, started or stopped.
+
+    Example:
+        >>> issubclass(EmbeddedKafkaError, EmbeddedServiceError)
+        True
+    """
+
+
+class EmbeddedKafkaError(EmbeddedServiceError):
     """The embedded development broker could not be fetched, formatted, started or stopped.
 
     The message says what failed and, when the broker process itself failed, ends with the tail
@@ -34,6 +46,22 @@ class EmbeddedKafkaError(KafkaConnectorError):
         >>> try:  # doctest: +SKIP
         ...     EmbeddedKafka(Path("/tmp/k")).start(timeout=1)
         ... except EmbeddedKafkaError as exc:
+        ...     print(exc)
+    """
+
+
+class EmbeddedSchemaRegistryError(EmbeddedServiceError):
+    """The embedded development Schema Registry could not be fetched, started or stopped.
+
+    Like :class:`EmbeddedKafkaError`, a failure of the registry process itself ends the message
+    with the tail of the registry's log.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from dagster_kafka_flinklike.local import EmbeddedSchemaRegistry
+        >>> try:  # doctest: +SKIP
+        ...     EmbeddedSchemaRegistry(Path("/tmp/sr")).start(timeout=1)
+        ... except EmbeddedSchemaRegistryError as exc:
         ...     print(exc)
     """
 

@@ -1,13 +1,17 @@
-"""Shared pytest fixtures: a Kafka broker for the whole session, an admin client, fresh topics.
+"""Shared pytest fixtures: a Kafka broker and a Schema Registry for the whole session, an admin
+client, fresh topics.
 
 The broker is ``$KAFKA_BOOTSTRAP_SERVERS`` when set, else an embedded broker started once per
-session in a temporary directory (see ``dagster_kafka_flinklike.local``).
+session in a temporary directory; the registry likewise is ``$SCHEMA_REGISTRY_URL`` or an
+embedded one, started only when a test asks for it (see ``dagster_kafka_flinklike.local``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -16,16 +20,20 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from dagster_kafka_flinklike.local import EmbeddedKafka
+from dagster_kafka_flinklike.local import EmbeddedKafka, EmbeddedSchemaRegistry
 
 NewTopicFactory = Callable[..., str]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the broker with ``kafka`` (``-m "not kafka"`` skips them)."""
+    """Mark every test that uses the broker with ``kafka`` and every one that uses the registry
+    with ``schema_registry`` (``-m "not kafka"`` deselects them)."""
     for item in items:
-        if "kafka_bootstrap" in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "kafka_bootstrap" in names:
             item.add_marker(pytest.mark.kafka)
+        if "schema_registry_url" in names:
+            item.add_marker(pytest.mark.schema_registry)
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +51,24 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of the session's Schema Registry: ``$SCHEMA_REGISTRY_URL`` or an embedded one.
+
+    Started on first use only, so a session whose tests never ask for it pays nothing.
+    """
+    env = os.environ.get("SCHEMA_REGISTRY_URL", "").strip()
+    if env:
+        yield env
+        return
+    registry = EmbeddedSchemaRegistry(Path(tmp_path_factory.mktemp("schema-registry")))
+    url = registry.start(timeout=180)  # generous, as for the broker; the download is not counted
+    try:
+        yield url
+    finally:
+        registry.stop()
 
 
 #: ``transaction.max.timeout.ms`` of the small-timeout broker (:func:`small_broker`).
@@ -202,3 +228,22 @@ def consume_all(
                 messages.append(message)
     consumer.close()
     return messages
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_dkf(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``dkf <args>`` in a new process with ``$DKF_HOME`` = ``home`` (this checkout's code)."""
+    env = dict(os.environ)
+    env["DKF_HOME"] = str(home)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.run(
+        [sys.executable, "-m", "dagster_kafka_flinklike.cli", *args],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -1,20 +1,25 @@
-"""The embedded development Kafka broker: a real Apache Kafka fetched and run on 127.0.0.1.
+"""The embedded development services: a real Apache Kafka and a real Schema Registry on 127.0.0.1.
 
-This package is the only place that knows about a local broker. Everything else takes bootstrap
-servers as configuration; the demo and the tests get them from :func:`resolve_bootstrap_servers`
-or :func:`ensure_local_kafka`, which honour ``$KAFKA_BOOTSTRAP_SERVERS`` first.
+This package is the only place that knows about local services. Everything else takes bootstrap
+servers and registry URLs as configuration; the demo and the tests get them from
+:func:`resolve_bootstrap_servers` / :func:`ensure_local_kafka` and
+:func:`resolve_schema_registry_url` / :func:`ensure_local_schema_registry`, which honour
+``$KAFKA_BOOTSTRAP_SERVERS`` and ``$SCHEMA_REGISTRY_URL`` first.
 
 Example:
     >>> from pathlib import Path
-    >>> from dagster_kafka_flinklike.local import EmbeddedKafka
+    >>> from dagster_kafka_flinklike.local import EmbeddedKafka, EmbeddedSchemaRegistry
     >>> with EmbeddedKafka(Path("/tmp/kafka")) as kafka:  # doctest: +SKIP
     ...     print(kafka.bootstrap_servers)
     127.0.0.1:41234
+    >>> with EmbeddedSchemaRegistry(Path("/tmp/sr")) as registry:  # doctest: +SKIP
+    ...     print(registry.url)
+    http://127.0.0.1:41235/apis/ccompat/v7
 """
 
 from __future__ import annotations
 
-from ..errors import EmbeddedKafkaError
+from ..errors import EmbeddedKafkaError, EmbeddedSchemaRegistryError, EmbeddedServiceError
 from ._broker import (
     EmbeddedKafka,
     default_home,
@@ -23,17 +28,35 @@ from ._broker import (
     render_server_properties,
     resolve_bootstrap_servers,
 )
-from ._fetch import KAFKA_VERSION, default_cache_dir, fetch_kafka
+from ._fetch import (
+    KAFKA_VERSION,
+    SCHEMA_REGISTRY_VERSION,
+    default_cache_dir,
+    fetch_kafka,
+    fetch_schema_registry,
+)
+from ._registry import (
+    EmbeddedSchemaRegistry,
+    ensure_local_schema_registry,
+    resolve_schema_registry_url,
+)
 
 __all__ = [
     "KAFKA_VERSION",
+    "SCHEMA_REGISTRY_VERSION",
     "EmbeddedKafka",
     "EmbeddedKafkaError",
+    "EmbeddedSchemaRegistry",
+    "EmbeddedSchemaRegistryError",
+    "EmbeddedServiceError",
     "default_cache_dir",
     "default_home",
     "ensure_local_kafka",
+    "ensure_local_schema_registry",
     "fetch_kafka",
+    "fetch_schema_registry",
     "free_port",
     "render_server_properties",
     "resolve_bootstrap_servers",
+    "resolve_schema_registry_url",
 ]

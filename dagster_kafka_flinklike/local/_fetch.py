@@ -1,26 +1,43 @@
-"""Fetching the jars of the pinned Apache Kafka release with Maven, once per machine.
+"""Fetching the pinned releases of the embedded services with Maven, once per machine.
 
 The broker is assembled from Maven Central artifacts rather than the release tarball because
 ``mvn`` is the one download tool a Java-capable machine reliably has and it verifies checksums.
+The Schema Registry (Apicurio Registry, whose ``/apis/ccompat/v7`` API is Confluent's) is one
+application archive on Maven Central, downloaded over HTTPS and checked against the SHA-512
+pinned here. Maven cannot fetch it: resolving any artifact means reading its POM, and the parent
+POM of that release is missing from the repositories these machines reach.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import EmbeddedKafkaError
+from ..errors import EmbeddedKafkaError, EmbeddedSchemaRegistryError, EmbeddedServiceError
 
-__all__ = ["KAFKA_VERSION", "default_cache_dir", "fetch_kafka", "find_java", "render_pom"]
+__all__ = [
+    "KAFKA_VERSION",
+    "SCHEMA_REGISTRY_VERSION",
+    "default_cache_dir",
+    "fetch_kafka",
+    "fetch_schema_registry",
+    "find_java",
+    "maven_repository",
+    "render_pom",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +51,24 @@ _LOG4J_VERSION = "2.24.3"
 _SLF4J_VERSION = "2.0.16"
 _DEPENDENCY_PLUGIN_VERSION = "3.8.1"
 
+SCHEMA_REGISTRY_VERSION = "3.0.9"
+"""The Apicurio Registry release the embedded Schema Registry runs: the newest one published
+with its application archive that runs on Java 17 (3.1 and later need Java 21)."""
+
+# The application archive of Apicurio Registry: a runnable jar and its lib/ folder, one artifact.
+_REGISTRY_PATH = f"io/apicurio/apicurio-registry-app/{SCHEMA_REGISTRY_VERSION}"
+_REGISTRY_ARCHIVE = f"apicurio-registry-app-{SCHEMA_REGISTRY_VERSION}-all.tar.gz"
+_REGISTRY_SHA512 = (
+    "1ed16d7284599c705a1ccbc551b307064990eb1f58c340e37eedc80716f24aba"
+    "6216b85db35bc6c1651e44fdfd3598c4c6daa082f18e020e6b8f192036e609c0"
+)
+REGISTRY_RUNNER_JAR = f"apicurio-registry-app-{SCHEMA_REGISTRY_VERSION}-runner.jar"
+
 _MARKER = ".dkf-fetch-complete"
 _REQUIRED_JARS = (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar")
 _MVN_TIMEOUT_S = 1800.0
+_HTTP_TIMEOUT_S = 60.0  # per read: a stalled download fails instead of hanging
+_DEFAULT_REPOSITORY = "https://repo.maven.apache.org/maven2"
 
 
 def default_cache_dir() -> Path:
@@ -105,11 +137,28 @@ def render_pom() -> str:
 """
 
 
-def find_java() -> str:
+# What each service says when a tool it needs is missing: its name and the way around it.
+_KAFKA_NEEDS = (
+    "The embedded Kafka broker",
+    "point KAFKA_BOOTSTRAP_SERVERS at an existing Kafka cluster",
+    EmbeddedKafkaError,
+)
+_REGISTRY_NEEDS = (
+    "The embedded Schema Registry",
+    "point SCHEMA_REGISTRY_URL at an existing Confluent-compatible Schema Registry",
+    EmbeddedSchemaRegistryError,
+)
+_Needs = tuple[str, str, type[EmbeddedServiceError]]
+
+
+def find_java(needs: _Needs = _KAFKA_NEEDS) -> str:
     """The ``java`` executable: ``$JAVA_HOME/bin/java`` if it exists, else ``java`` on PATH.
 
+    Args:
+        needs: which service asks (its name, the alternative to offer, its error type).
+
     Raises:
-        EmbeddedKafkaError: no Java runtime was found.
+        EmbeddedServiceError: no Java runtime was found (the asking service's subclass).
 
     Example:
         >>> find_java()  # doctest: +SKIP
@@ -122,10 +171,10 @@ def find_java() -> str:
             return str(candidate)
     found = shutil.which("java")
     if found is None:
-        raise EmbeddedKafkaError(
-            "The embedded Kafka broker needs a Java runtime (17 or newer) but `java` is not on "
-            "PATH and JAVA_HOME is not set. Install a JDK, or point KAFKA_BOOTSTRAP_SERVERS at "
-            "an existing Kafka cluster instead."
+        name, alternative, error = needs
+        raise error(
+            f"{name} needs a Java runtime (17 or newer) but `java` is not on PATH and JAVA_HOME "
+            f"is not set. Install a JDK, or {alternative} instead."
         )
     return found
 
@@ -198,6 +247,40 @@ def _run_maven(out_dir: Path) -> None:
         )
 
 
+def _fetch_once(
+    target: Path, what: str, fill: Callable[[Path], dict[str, object]], estimate: str
+) -> Path:
+    """Fill ``target`` once: in a temporary sibling renamed into place, under a file lock.
+
+    ``fill(tmp)`` downloads into ``tmp`` and returns facts for the marker file, which is written
+    last: a directory with the marker is complete, and later calls return it at once.
+    """
+    if _is_complete(target):
+        return target
+    with _file_lock(target.parent / ".fetch.lock"):
+        if _is_complete(target):  # another process finished while we waited for the lock
+            return target
+        logger.info("Fetching %s into %s (first run only, %s)...", what, target, estimate)
+        began = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-partial-", dir=target.parent))
+        try:
+            facts = fill(tmp)
+            marker = {**facts, "fetched_at": time.time()}
+            (tmp / _MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            if target.exists():  # an incomplete leftover (no marker): move it out of the way
+                shutil.rmtree(target, ignore_errors=True)
+            os.rename(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        logger.info("Fetched %s in %.1f s.", what, time.monotonic() - began)
+    return target
+
+
+def _cache_root(cache_dir: Path | None) -> Path:
+    return (cache_dir if cache_dir is not None else default_cache_dir()).expanduser().absolute()
+
+
 def fetch_kafka(cache_dir: Path | None = None) -> Path:
     """Download the Kafka broker's jars once and return the directory holding them.
 
@@ -222,36 +305,106 @@ def fetch_kafka(cache_dir: Path | None = None) -> Path:
         >>> sorted(p.name for p in libs.glob("kafka_2.13-*.jar"))  # doctest: +SKIP
         ['kafka_2.13-4.2.1.jar']
     """
-    root = (cache_dir if cache_dir is not None else default_cache_dir()).expanduser().absolute()
-    version_dir = root / f"kafka-{KAFKA_VERSION}"
-    libs = version_dir / "libs"
-    if _is_complete(libs):
-        return libs
-    with _file_lock(version_dir / ".fetch.lock"):
-        if _is_complete(libs):  # another process finished while we waited for the lock
-            return libs
-        logger.info(
-            "Fetching Apache Kafka %s jars into %s with Maven (first run only, about 20 s)...",
-            KAFKA_VERSION,
-            libs,
-        )
-        began = time.monotonic()
-        tmp = Path(tempfile.mkdtemp(prefix=".libs-partial-", dir=version_dir))
-        try:
-            _run_maven(tmp)
-            jars = sorted(p.name for p in tmp.glob("*.jar"))
-            marker = {"kafka_version": KAFKA_VERSION, "jars": len(jars), "fetched_at": time.time()}
-            (tmp / _MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
-            if libs.exists():  # an incomplete leftover (no marker): move it out of the way
-                shutil.rmtree(libs, ignore_errors=True)
-            os.rename(tmp, libs)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        logger.info(
-            "Fetched %d jars for Kafka %s in %.1f s.",
-            len(jars),
-            KAFKA_VERSION,
-            time.monotonic() - began,
-        )
-    return libs
+
+    def fill(tmp: Path) -> dict[str, object]:
+        _run_maven(tmp)
+        return {"kafka_version": KAFKA_VERSION, "jars": len(list(tmp.glob("*.jar")))}
+
+    libs = _cache_root(cache_dir) / f"kafka-{KAFKA_VERSION}" / "libs"
+    return _fetch_once(
+        libs, f"the Apache Kafka {KAFKA_VERSION} jars with Maven", fill, "about 20 s"
+    )
+
+
+def maven_repository() -> str:
+    """The Maven repository the Schema Registry is downloaded from.
+
+    ``$DKF_MAVEN_REPOSITORY`` (a mirror of Maven Central), else Maven Central itself. HTTP(S)
+    proxies come from the usual ``https_proxy`` / ``no_proxy`` variables.
+
+    Example:
+        >>> maven_repository()  # doctest: +SKIP
+        'https://repo.maven.apache.org/maven2'
+    """
+    env = os.environ.get("DKF_MAVEN_REPOSITORY", "").strip()
+    return (env or _DEFAULT_REPOSITORY).rstrip("/")
+
+
+def _download(url: str, dest: Path) -> str:
+    """Stream ``url`` into ``dest`` and return the SHA-512 of what was written."""
+    digest = hashlib.sha512()
+    try:
+        with (
+            urllib.request.urlopen(url, timeout=_HTTP_TIMEOUT_S) as response,
+            dest.open("wb") as out,
+        ):
+            for block in iter(lambda: response.read(1 << 20), b""):
+                digest.update(block)
+                out.write(block)
+    except (urllib.error.URLError, OSError) as exc:
+        raise EmbeddedSchemaRegistryError(
+            f"Downloading the Schema Registry from {url} failed: {exc}. Check the network (or "
+            "set DKF_MAVEN_REPOSITORY to a Maven Central mirror), or point SCHEMA_REGISTRY_URL "
+            "at an existing Confluent-compatible Schema Registry instead."
+        ) from exc
+    return digest.hexdigest()
+
+
+def _unpack(archive: Path, dest: Path) -> None:
+    """Unpack a tar archive whose members must all stay inside ``dest``."""
+    with tarfile.open(archive) as tar:
+        root = dest.resolve()
+        for member in tar.getmembers():
+            target = (dest / member.name).resolve()
+            if not (target == root or target.is_relative_to(root)) or member.issym():
+                raise EmbeddedSchemaRegistryError(
+                    f"{archive.name} holds a member that leaves its folder: {member.name!r}."
+                )
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4+: refuse anything odd, again
+            tar.extractall(dest, filter="data")
+        else:
+            tar.extractall(dest)
+
+
+def fetch_schema_registry(cache_dir: Path | None = None) -> Path:
+    """Download the Schema Registry (Apicurio Registry) once and return its application folder.
+
+    The published application archive of Apicurio Registry ``SCHEMA_REGISTRY_VERSION`` is
+    downloaded from :func:`maven_repository`, its SHA-512 is checked against the one pinned
+    here, and it is unpacked into ``<cache_dir>/apicurio-registry-<version>/app`` (a runnable
+    jar and its ``lib/``). Same cache, marker and locking as :func:`fetch_kafka`.
+
+    Args:
+        cache_dir: root of the cache; defaults to :func:`default_cache_dir`.
+
+    Returns:
+        The application folder; ``java -jar <folder>/<runner jar>`` runs the registry.
+
+    Raises:
+        EmbeddedSchemaRegistryError: the download failed or its checksum does not match.
+
+    Example:
+        >>> app = fetch_schema_registry()  # doctest: +SKIP
+        >>> (app / "apicurio-registry-app-3.0.9-runner.jar").is_file()  # doctest: +SKIP
+        True
+    """
+    url = f"{maven_repository()}/{_REGISTRY_PATH}/{_REGISTRY_ARCHIVE}"
+
+    def fill(tmp: Path) -> dict[str, object]:
+        archive = tmp / _REGISTRY_ARCHIVE
+        actual = _download(url, archive)
+        if actual != _REGISTRY_SHA512:
+            raise EmbeddedSchemaRegistryError(
+                f"{url} has SHA-512 {actual}, not the pinned {_REGISTRY_SHA512}: the download "
+                "is corrupt or not the published release. Try again, or set "
+                "DKF_MAVEN_REPOSITORY to another Maven Central mirror."
+            )
+        _unpack(archive, tmp)
+        archive.unlink()
+        if not (tmp / REGISTRY_RUNNER_JAR).is_file():
+            raise EmbeddedSchemaRegistryError(f"{url} holds no {REGISTRY_RUNNER_JAR}.")
+        return {"registry_version": SCHEMA_REGISTRY_VERSION, "sha512": actual}
+
+    app = _cache_root(cache_dir) / f"apicurio-registry-{SCHEMA_REGISTRY_VERSION}" / "app"
+    what = f"Apicurio Registry {SCHEMA_REGISTRY_VERSION} ({url})"
+    return _fetch_once(app, what, fill, "about 10 s")

@@ -10,8 +10,6 @@ import json
 import os
 import re
 import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -28,10 +26,10 @@ from dagster_kafka_flinklike.local import (
     EmbeddedKafkaError,
     free_port,
 )
+from tests.conftest import run_dkf
 
 pytestmark = pytest.mark.kafka
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP_RE = re.compile(r"^127\.0\.0\.1:\d+$")
 START_TIMEOUT = 180.0  # seconds; generous for a busy 2-core CI machine
 
@@ -288,54 +286,39 @@ def test_transactions_read_committed_and_uncommitted(
 # ------------------------------------------------------------------------------ CLI
 
 
-def _dkf(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["DKF_HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    return subprocess.run(
-        [sys.executable, "-m", "dagster_kafka_flinklike.cli", *args],
-        cwd=home,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def test_cli_local_kafka_start_status_stop(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     try:
         # Two concurrent starts launch one broker and both report it.
         with ThreadPoolExecutor(2) as pool:
-            first, second = pool.map(lambda _: _dkf(home, "local-kafka", "start"), range(2))
+            first, second = pool.map(lambda _: run_dkf(home, "local-kafka", "start"), range(2))
         assert first.returncode == 0, first.stderr
         assert second.returncode == 0, second.stderr
         address = first.stdout.strip().splitlines()[-1]
         assert BOOTSTRAP_RE.match(address)
         assert second.stdout.strip().splitlines()[-1] == address
 
-        again = _dkf(home, "local-kafka", "start")
+        again = run_dkf(home, "local-kafka", "start")
         assert again.returncode == 0, again.stderr
         assert again.stdout.strip().splitlines()[-1] == address
 
         # The broker outlived the `start` processes and is found from a new one.
-        status = _dkf(home, "local-kafka", "status")
+        status = run_dkf(home, "local-kafka", "status")
         assert status.returncode == 0, status.stderr
         assert address in status.stdout.splitlines()
         assert EmbeddedKafka(home / "kafka").status() == address
 
-        stop = _dkf(home, "local-kafka", "stop")
+        stop = run_dkf(home, "local-kafka", "stop")
         assert stop.returncode == 0, stop.stderr
         assert "stopped" in stop.stdout
 
-        after = _dkf(home, "local-kafka", "status")
+        after = run_dkf(home, "local-kafka", "status")
         assert after.returncode == 1
         assert "not running" in after.stderr
         assert after.stdout == ""
 
-        again_stop = _dkf(home, "local-kafka", "stop")
+        again_stop = run_dkf(home, "local-kafka", "stop")
         assert again_stop.returncode == 0
         assert "no local Kafka broker" in again_stop.stdout
     finally:
