@@ -20,6 +20,12 @@ A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``m
 ``decode_changelog_stages`` instead of the two decoders (see :mod:`._changelog`) and
 ``encode(fields, options, kind)`` writes each row as its row kind says.
 
+A format whose module sets ``NEEDS_HEADERS = True`` (``avro-confluent``: schema ids in headers)
+also gets the records' headers: ``decode_stages(..., headers=column)``.
+
+Binary formats (``avro``, ``avro-confluent``) decode and encode in the executors' Python workers
+(see :mod:`._python`).
+
 ``options`` is either the table's :class:`FormatSpec` or the format's options as written
 (``{"ignore-parse-errors": "true"}``), defaults applied either way.
 """
@@ -32,9 +38,10 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from ..options import FormatSpec
-from . import canal, csv, debezium, json, maxwell, ogg, raw
+from . import avro, avro_confluent, canal, csv, debezium, json, maxwell, ogg, raw
 
-_FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "debezium-json": debezium,
+_FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "avro": avro,
+                                   "avro-confluent": avro_confluent, "debezium-json": debezium,
                                    "canal-json": canal, "maxwell-json": maxwell,
                                    "ogg-json": ogg}  # fmt: skip
 
@@ -68,6 +75,16 @@ def is_changelog(name: str) -> bool:
     return bool(getattr(format_module(name), "CHANGELOG", False))
 
 
+def needs_headers(name: str) -> bool:
+    """Whether format ``name`` reads the records' headers.
+
+    Example:
+        >>> needs_headers("avro-confluent"), needs_headers("json")
+        (True, False)
+    """
+    return bool(getattr(format_module(name), "NEEDS_HEADERS", False))
+
+
 def format_settings(name: str, options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
     """Every option of format ``name`` parsed, defaults applied.
 
@@ -97,4 +114,4 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["format_module", "format_settings", "is_changelog"]
+__all__ = ["format_module", "format_settings", "is_changelog", "needs_headers"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +19,8 @@ from ._types import FlinkType, parse_flink_type
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
            "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
-SUPPORTED_FORMATS = ("json", "csv", "raw", "debezium-json", "canal-json", "maxwell-json",
-                     "ogg-json")  # fmt: skip
+SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
+                     "canal-json", "maxwell-json", "ogg-json")  # fmt: skip
 #: Formats whose records are changelogs: each record becomes rows with a Flink row kind
 #: (``+I``, ``-U``, ``+U``, ``-D``). Value format only, as in Flink.
 CHANGELOG_FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
@@ -198,6 +198,47 @@ def _changelog_json_options(*, encode: bool = True) -> tuple[ConfigOption, ...]:
     )  # fmt: skip
 
 
+def _avro_schema_text(key: str, text: str) -> str:
+    """An Avro schema in JSON: parsed here so a typo fails at definition load."""
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise KafkaOptionsError(
+            f"Option '{key}' is not an Avro schema in JSON: {exc}.", keys=(key,)
+        ) from None
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise KafkaOptionsError(
+            f'Option \'{key}\' must be an Avro record schema ({{"type": "record", ...}}).',
+            keys=(key,),
+        )
+    return text
+
+
+def _pem_file(key: str, text: str) -> str:
+    path = text.strip()
+    if not path.lower().endswith((".pem", ".crt", ".cer")):
+        raise KafkaOptionsError(
+            f"Option '{key}' = {path[:80]!r} is not supported: the Python Schema Registry client "
+            "reads PEM files (.pem, .crt, .cer), not Java keystores; convert it with "
+            "`keytool -exportcert -rfc`.",
+            keys=(key,),
+        )
+    return path
+
+
+_AVRO_TIMESTAMP_MAPPING = _fo(
+    "timestamp_mapping.legacy", "Boolean", "true",
+    "Flink's legacy mapping: TIMESTAMP and TIMESTAMP_LTZ are both Avro timestamp-millis/micros; "
+    "with false, TIMESTAMP is local-timestamp-millis/micros.", parse_bool,
+)  # fmt: skip
+
+#: Deprecated spellings of format options, as Flink still accepts them.
+FORMAT_ALIASES: dict[str, dict[str, str]] = {
+    "avro-confluent": {"schema-registry.url": "url", "schema-registry.subject": "subject"},
+}
+
 FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
     "json": (
         _fo("fail-on-missing-field", "Boolean", "false",
@@ -269,7 +310,52 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
     ),
     "maxwell-json": _changelog_json_options(),
     "ogg-json": _changelog_json_options(encode=False),
+    "avro": (
+        _fo("encoding", "Enum", "binary",
+            "Avro encoding of each record: 'binary' or 'json'.", parse_choice("binary", "json")),
+        _AVRO_TIMESTAMP_MAPPING,
+    ),
+    "avro-confluent": (
+        _fo("url", "String", None,
+            "URL of the Confluent Schema Registry (required).", parse_string),
+        _fo("subject", "String", None,
+            "Subject the written schema is registered under; by default '<topic>-value' or "
+            "'<topic>-key' for a table of one topic.", parse_string),
+        _fo("schema", "String", None,
+            "Avro schema (JSON) to read into and to register on write, instead of the one "
+            "derived from the columns.", _avro_schema_text),
+        _fo("basic-auth.credentials-source", "String", None,
+            "Where basic-auth credentials come from: USER_INFO, URL or SASL_INHERIT.",
+            parse_choice("USER_INFO", "URL", "SASL_INHERIT")),
+        _fo("basic-auth.user-info", "String", None,
+            "Basic-auth credentials 'user:password' (secret).", parse_string),
+        _fo("bearer-auth.credentials-source", "String", None,
+            "Where the bearer token comes from: STATIC_TOKEN or OAUTHBEARER.",
+            parse_choice("STATIC_TOKEN", "OAUTHBEARER")),
+        _fo("bearer-auth.token", "String", None, "Bearer token (secret).", parse_string),
+        _fo("ssl.truststore.location", "String", None,
+            "CA certificates (PEM file) the registry's certificate is checked against.",
+            _pem_file),
+        _fo("properties", "Map", None,
+            "More Schema Registry client settings, 'avro-confluent.properties.<key>' (the "
+            "Python client's keys, e.g. timeout, ssl.certificate.location).", parse_string),
+        _AVRO_TIMESTAMP_MAPPING,
+    ),
 }  # fmt: skip
+
+#: Options whose keys continue with a name (``<format>.properties.<key>``): a map.
+MAP_OPTIONS = ("properties",)
+
+_KEYSTORE = (
+    "the Python Schema Registry client reads PEM files, not Java keystores; give the client "
+    "certificate and key as 'avro-confluent.properties.ssl.certificate.location' and "
+    "'avro-confluent.properties.ssl.key.location' (PEM)"
+)
+_REGISTRY_UNSUPPORTED = {
+    "ssl.keystore.location": _KEYSTORE,
+    "ssl.keystore.password": _KEYSTORE,
+    "ssl.truststore.password": "PEM truststores have no password",
+}
 
 _INFERENCE = (
     "it configures schema inference of a data-ingestion changelog source; declare the table's "
@@ -294,6 +380,11 @@ UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
         "mysql.": _INFERENCE,
         "distributed-tables": _VENDOR_ONLY,
     },
+    "avro": {
+        "codec": "it compresses Avro container files (the filesystem connector); a Kafka record "
+        "holds one Avro datum, which has no codec",
+    },
+    "avro-confluent": _REGISTRY_UNSUPPORTED,
 }
 
 
@@ -327,11 +418,17 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
     declared = {o.key: o for o in FORMAT_OPTIONS[name]}
     raw: dict[str, str] = {}
     written: dict[str, str] = {}
+    maps: dict[str, dict[str, str]] = {}
+    aliases = FORMAT_ALIASES.get(name, {})
     for key, text in opts.items():
         parts = format_key_parts(key)
         if parts is None or parts[0] not in prefixes or parts[1] != name:
             continue
-        option = parts[2]
+        option = aliases.get(parts[2], parts[2])
+        head, dot, rest = option.partition(".")
+        if dot and head in MAP_OPTIONS and head in declared:
+            maps.setdefault(head, {})[rest] = text
+            continue
         if option not in declared:
             raise _unknown_format_option(key, name, option, declared)
         if option in raw:
@@ -340,13 +437,29 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
                 keys=(written[option], key),
             )
         raw[option], written[option] = text, key
-    settings = {
+    settings: dict[str, Any] = {
         o.key: o.parse(written.get(o.key, o.key), value)
         for o in FORMAT_OPTIONS[name]
         if (value := raw.get(o.key, o.default)) is not None
     }
+    for head, entries in maps.items():
+        settings[head] = entries
+        raw.update({f"{head}.{k}": v for k, v in entries.items()})
     _check_rules(name, settings, raw, written)
     return FormatSpec(name=name, options=raw, settings=settings)
+
+
+def with_default_subject(fmt: FormatSpec, topics: Sequence[str], side: str) -> FormatSpec:
+    """A registry format of a one-topic table registers under ``<topic>-<side>`` by default,
+    as Flink's Kafka table factory completes ``<format>.subject``."""
+    if fmt.name != "avro-confluent" or "subject" in fmt.settings:
+        return fmt
+    from ._registry import default_subject
+
+    subject = default_subject(topics, side)
+    if subject is None:
+        return fmt
+    return FormatSpec(fmt.name, fmt.options, {**fmt.settings, "subject": subject})
 
 
 def _unknown_format_option(
@@ -367,6 +480,16 @@ def _unknown_format_option(
 def _check_rules(
     name: str, settings: dict[str, Any], raw: Mapping[str, str], written: Mapping[str, str]
 ) -> None:
+    if name == "avro-confluent" and "url" not in settings:
+        raise KafkaOptionsError(
+            "Format 'avro-confluent' needs the Schema Registry's URL: set "
+            "'avro-confluent.url' (or 'value.avro-confluent.url' / 'key.avro-confluent.url').",
+            keys=("avro-confluent.url",),
+        )
+    if name == "avro-confluent":
+        from ._registry import client_config
+
+        settings["registry"] = client_config(name, settings)
     if name == "json" and settings["fail-on-missing-field"] and settings["ignore-parse-errors"]:
         keys = (written["fail-on-missing-field"], written["ignore-parse-errors"])
         raise KafkaOptionsError(

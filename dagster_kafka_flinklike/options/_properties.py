@@ -28,6 +28,8 @@ _SECRET_MARKERS = (
     "keystore.key",
     "oauthbearer.config",
     "passphrase",
+    "user-info",
+    "user.info",
 )
 
 # Set by the connector itself, as Flink does; a user value is dropped (or overridden).

@@ -17,6 +17,7 @@ from ._formats import (
     check_format_keys,
     format_key_parts,
     resolve_format,
+    with_default_subject,
 )
 from ._metadata import check_metadata_columns
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
@@ -205,8 +206,14 @@ class KafkaTableSpec:
         value_name, value_key = _value_format(parsed, connector)
         key_name = parsed["key.format"]
         check_format_keys(opts, value_name, key_name)
-        value_format = resolve_format(opts, value_name, value_key)
-        key_format = resolve_format(opts, key_name, "key.format") if key_name else None
+        value_format = with_default_subject(
+            resolve_format(opts, value_name, value_key), topics, "value"
+        )
+        key_format = (
+            with_default_subject(resolve_format(opts, key_name, "key.format"), topics, "key")
+            if key_name
+            else None
+        )
 
         pk = tuple(primary_key or ())
         upsert = connector == UPSERT_KAFKA

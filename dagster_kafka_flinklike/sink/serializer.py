@@ -45,8 +45,8 @@ def _encode(
         fields.append((F.col(f"`{c.name}`"), Column(name, c.type)))
     module = format_module(fmt.name)
     if is_changelog(fmt.name):
-        return module.encode(fields, fmt.options, kind)
-    return module.encode(fields, fmt.options)
+        return module.encode(fields, fmt, kind)
+    return module.encode(fields, fmt)
 
 
 def _declared_columns(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:

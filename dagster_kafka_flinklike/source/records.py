@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formats import format_module, is_changelog
+from ..formats import format_module, is_changelog, needs_headers
 from ..options import (
     ROW_KIND,
     Column,
@@ -76,7 +76,8 @@ def record_fields(spec: KafkaTableSpec) -> tuple[str, ...]:
         ('key', 'value', 'topic', 'partition', 'offset', 'timestamp')
     """
     wanted = ["key", "value", "topic", "partition", "offset", "timestamp"]
-    if spec.header_filter:
+    formats = [f for f in (spec.value_format, spec.key_format) if f is not None]
+    if spec.header_filter or any(needs_headers(f.name) for f in formats):
         wanted.append("headers")
     for column in spec.metadata_columns:
         field = METADATA_FIELDS.get(column.metadata_key or column.name)
@@ -153,8 +154,9 @@ def _decode(
         )
         parts = {"rows": rows, **({"meta": meta_struct} if meta_struct is not None else {})}
     else:
+        extra = {"headers": F.col(column_name("headers"))} if needs_headers(fmt.name) else {}
         stages, (struct, error, tolerated) = module.decode_stages(
-            raw, columns_in_format, fmt, f"__dkf_{side}_"
+            raw, columns_in_format, fmt, f"__dkf_{side}_", **extra
         )
         parts = {"struct": struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)

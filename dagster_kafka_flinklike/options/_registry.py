@@ -1,0 +1,70 @@
+"""Schema Registry settings of the registry formats (``avro-confluent.url``, ``basic-auth.*``, ...).
+
+Flink's ``<format>.url`` / ``basic-auth.*`` / ``bearer-auth.*`` / ``ssl.truststore.location`` /
+``properties.*`` become settings of confluent-kafka's ``SchemaRegistryClient``. Building the
+client once at definition load (it connects to nothing) refuses a setting it does not know,
+naming the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import KafkaOptionsError
+
+_SETTINGS = {
+    "url": "url",
+    "basic-auth.credentials-source": "basic.auth.credentials.source",
+    "basic-auth.user-info": "basic.auth.user.info",
+    "bearer-auth.credentials-source": "bearer.auth.credentials.source",
+    "bearer-auth.token": "bearer.auth.token",
+    "ssl.truststore.location": "ssl.ca.location",
+}
+
+
+def client_config(fmt: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """confluent-kafka ``SchemaRegistryClient`` settings from format ``fmt``'s parsed options.
+
+    Example:
+        >>> client_config("avro-confluent", {"url": "http://sr:8081",
+        ...                                  "properties": {"timeout": "5"}})
+        {'url': 'http://sr:8081', 'timeout': 5}
+
+    Raises:
+        KafkaOptionsError: the client refuses a setting; the message names the option.
+    """
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    conf: dict[str, Any] = {
+        target: settings[source] for source, target in _SETTINGS.items() if source in settings
+    }
+    origin = {target: f"{fmt}.{source}" for source, target in _SETTINGS.items()}
+    for key, value in dict(settings.get("properties") or {}).items():
+        conf[key] = _number(value)
+        origin[key] = f"{fmt}.properties.{key}"
+    try:
+        SchemaRegistryClient(dict(conf))
+    except (ValueError, TypeError) as exc:
+        named = [o for k, o in origin.items() if k in str(exc)] or [f"{fmt}.url"]
+        raise KafkaOptionsError(
+            f"The Schema Registry settings of format '{fmt}' are not usable: {exc} "
+            f"(option {', '.join(repr(n) for n in named)}).",
+            keys=tuple(named),
+        ) from None
+    return conf
+
+
+def _number(value: Any) -> Any:
+    """Numbers written as text in options (``timeout = 5``) as the client expects them."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return value
+
+
+def default_subject(topics: Sequence[str], side: str) -> str | None:
+    """Flink's default subject of a table of one topic: ``<topic>-value`` / ``<topic>-key``."""
+    return f"{topics[0]}-{side}" if len(topics) == 1 else None
+
+
+__all__ = ["client_config", "default_subject"]
