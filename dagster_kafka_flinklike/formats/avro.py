@@ -1,6 +1,6 @@
 """The ``avro`` format: each record is one Avro datum of the schema Flink derives from the columns.
 
-As Flink's ``avro`` format: the writer's schema is the table's (see :mod:`._avro_schema`), so a
+As Flink's ``avro`` format: the writer's schema is the table's (see ``options.avro_schema``), so a
 producer must write exactly that schema; ``avro.encoding`` chooses Avro's binary or JSON
 encoding. Records are decoded and encoded with fastavro in the executors' Python workers (see
 :mod:`._python`); a record that does not decode is dirty, with fastavro's reason.
@@ -13,8 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
-from ._avro_schema import table_schema
+from ..options import Column, FormatSpec, avro_schema
 from ._python import ERROR, ROW, decode_udf, encode_udf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,7 +34,7 @@ def datum_reader(
     """A function reading one Avro datum written with schema ``writer`` into ``reader``'s shape.
 
     Example:
-        >>> schema = table_schema([Column("v", "INT")])
+        >>> schema = avro_schema([Column("v", "INT")])
         >>> datum_reader(schema)(datum_writer(schema)({"v": 7}))
         {'v': 7}
     """
@@ -66,7 +65,7 @@ def datum_writer(schema: str, encoding: str = "binary") -> Callable[[dict[str, A
     """A function writing one record as an Avro datum of ``schema``.
 
     Example:
-        >>> datum_writer(table_schema([Column("v", "INT NOT NULL")]))({"v": 1})
+        >>> datum_writer(avro_schema([Column("v", "INT NOT NULL")]))({"v": 1})
         b'\\x02'
     """
     import fastavro
@@ -104,7 +103,7 @@ def decode_stages(
     from pyspark.sql import functions as F
 
     settings = _settings(options)
-    schema = table_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+    schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
     encoding = settings["encoding"]
 
     def make_decoder() -> Callable[[bytes, Any], Any]:
@@ -140,7 +139,7 @@ def encode(
     """
     settings = _settings(options)
     columns = [c for _, c in fields]
-    schema = table_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+    schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
     encoding = settings["encoding"]
     return encode_udf(lambda: datum_writer(schema, encoding), fields)
 

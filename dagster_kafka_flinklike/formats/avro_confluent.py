@@ -23,9 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
-from ..options import Column, FormatSpec
+from ..options import Column, FormatSpec, avro_schema
 from . import _registry
-from ._avro_schema import table_schema
 from ._python import ERROR, ROW, decode_udf, encode_udf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +48,7 @@ def reader_schema(columns: Sequence[Column], settings: Mapping[str, Any]) -> str
     given = settings.get("schema")
     if given:
         return str(given)
-    return table_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+    return avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
 
 
 def _branches(schema: Any) -> list[Any]:

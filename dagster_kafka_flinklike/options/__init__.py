@@ -7,6 +7,7 @@ built on it.
 """
 
 from ..errors import KafkaOptionsError
+from ._avro import avro_schema
 from ._docs import render_options_reference
 from ._formats import CHANGELOG_FORMATS, FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
 from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
@@ -62,6 +63,7 @@ __all__ = [
     "StartupMode",
     "TransactionNamingStrategy",
     "ValueFieldsInclude",
+    "avro_schema",
     "check_partitioner_option",
     "client_config",
     "is_secret",

@@ -325,7 +325,8 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
             "Avro schema (JSON) to read into and to register on write, instead of the one "
             "derived from the columns.", _avro_schema_text),
         _fo("basic-auth.credentials-source", "String", None,
-            "Where basic-auth credentials come from: USER_INFO, URL or SASL_INHERIT.",
+            "Where basic-auth credentials come from: USER_INFO (basic-auth.user-info) or URL "
+            "(user:password@ in the URL); SASL_INHERIT is refused (see Departures).",
             parse_choice("USER_INFO", "URL", "SASL_INHERIT")),
         _fo("basic-auth.user-info", "String", None,
             "Basic-auth credentials 'user:password' (secret).", parse_string),

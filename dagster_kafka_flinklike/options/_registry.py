@@ -15,7 +15,6 @@ from ..errors import KafkaOptionsError
 
 _SETTINGS = {
     "url": "url",
-    "basic-auth.credentials-source": "basic.auth.credentials.source",
     "basic-auth.user-info": "basic.auth.user.info",
     "bearer-auth.credentials-source": "bearer.auth.credentials.source",
     "bearer-auth.token": "bearer.auth.token",
@@ -36,6 +35,7 @@ def client_config(fmt: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     """
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
+    _basic_auth_source(fmt, settings)
     conf: dict[str, Any] = {
         target: settings[source] for source, target in _SETTINGS.items() if source in settings
     }
@@ -53,6 +53,32 @@ def client_config(fmt: str, settings: Mapping[str, Any]) -> dict[str, Any]:
             keys=tuple(named),
         ) from None
     return conf
+
+
+def _basic_auth_source(fmt: str, settings: Mapping[str, Any]) -> None:
+    """``basic-auth.credentials-source``: the Python client takes the credentials from
+    ``basic-auth.user-info`` (USER_INFO) or from the URL (URL); it cannot inherit SASL's."""
+    source = settings.get("basic-auth.credentials-source")
+    key = f"{fmt}.basic-auth.credentials-source"
+    has_user_info = "basic-auth.user-info" in settings
+    if source == "SASL_INHERIT":
+        raise KafkaOptionsError(
+            f"Option '{key}' = 'SASL_INHERIT' is not supported: the Python Schema Registry "
+            f"client cannot reuse the Kafka client's SASL login; set '{fmt}.basic-auth.user-info'"
+            " with USER_INFO instead.",
+            keys=(key,),
+        )
+    if source == "USER_INFO" and not has_user_info:
+        raise KafkaOptionsError(
+            f"Option '{key}' = 'USER_INFO' needs '{fmt}.basic-auth.user-info' ('user:password').",
+            keys=(key, f"{fmt}.basic-auth.user-info"),
+        )
+    if source == "URL" and has_user_info:
+        raise KafkaOptionsError(
+            f"Option '{key}' = 'URL' takes the credentials from '{fmt}.url' "
+            f"(http://user:password@host); remove '{fmt}.basic-auth.user-info'.",
+            keys=(key, f"{fmt}.basic-auth.user-info"),
+        )
 
 
 def _number(value: Any) -> Any:

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import KafkaOptionsError, KafkaOptionsWarning
+from ._avro import avro_schema
 from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
+from ._formats import FormatSpec
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
 from ._table import (
@@ -368,6 +370,17 @@ def csv_column_types(fmt: str, columns: Sequence[Column], option_key: str) -> No
                 f"'csv.array-element-delimiter'); use the 'json' format for nested data.",
                 keys=(option_key,),
             )
+
+
+def avro_columns(fmt: FormatSpec, columns: Sequence[Column], option_key: str) -> None:
+    """The Avro formats derive their schema from the columns (unless given one): every column
+    must have an Avro name and type, checked when the table is declared."""
+    if fmt.name not in ("avro", "avro-confluent") or fmt.settings.get("schema"):
+        return
+    try:
+        avro_schema(columns, legacy=fmt.settings["timestamp_mapping.legacy"], fmt=fmt.name)
+    except KafkaOptionsError as exc:
+        raise KafkaOptionsError(f"{exc} ('{option_key}')", keys=(option_key,)) from None
 
 
 def raw_single_field(fmt: str, columns: Sequence[str], option_key: str) -> None:

@@ -310,7 +310,10 @@ class KafkaTableSpec:
             rules.raw_single_field(value_format.name, value_cols, value_key)
             by_name = {c.name: c for c in cols}
             rules.csv_column_types(value_format.name, [by_name[n] for n in value_cols], value_key)
+            rules.avro_columns(value_format, [by_name[n] for n in value_cols], value_key)
             if key_format is not None:
+                key_cols = [by_name[n] for n in key_fields if n in by_name]
+                rules.avro_columns(key_format, key_cols, "key.format")
                 rules.raw_single_field(key_format.name, list(key_fields), "key.format")
                 rules.csv_column_types(
                     key_format.name, [by_name[n] for n in key_fields if n in by_name], "key.format"

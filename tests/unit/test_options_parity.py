@@ -490,9 +490,9 @@ def test_primary_key_on_a_kafka_table_is_refused(base: dict[str, str], role: str
             "but the value format is 'csv'",
         ),
         (
-            {"value.format": "avro", "value.csv.field-delimiter": DROP},
-            ("value.format",),
-            "a Flink format this project does not support yet",
+            {"value.format": "avro-confluent", "value.csv.field-delimiter": DROP},
+            ("avro-confluent.url",),
+            "'avro-confluent.url'",
         ),
     ],
 )

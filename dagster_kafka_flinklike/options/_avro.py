@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import KafkaOptionsError
-from ..options import Column, FlinkType
+from ._types import Column, FlinkType
 
 RECORD_NAME = "record"
 NAMESPACE = "org.apache.flink.avro.generated"
@@ -108,11 +108,11 @@ def _record(
     return record
 
 
-def table_schema(columns: Sequence[Column], *, legacy: bool = True, fmt: str = "avro") -> str:
+def avro_schema(columns: Sequence[Column], *, legacy: bool = True, fmt: str = "avro") -> str:
     """The Avro schema (JSON text) Flink derives from ``columns``: a record named ``record``.
 
     Example:
-        >>> json.loads(table_schema([Column("id", "BIGINT NOT NULL")]))["fields"]
+        >>> json.loads(avro_schema([Column("id", "BIGINT NOT NULL")]))["fields"]
         [{'name': 'id', 'type': 'long'}]
     """
     record = _record(
@@ -126,4 +126,4 @@ def table_schema(columns: Sequence[Column], *, legacy: bool = True, fmt: str = "
     return json.dumps(record, separators=(",", ":"))
 
 
-__all__ = ["NAMESPACE", "RECORD_NAME", "avro_type", "table_schema"]
+__all__ = ["NAMESPACE", "RECORD_NAME", "avro_schema", "avro_type"]
