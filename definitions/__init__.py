@@ -3,7 +3,8 @@
 It shows the Dagster side of the connector on one pipeline: the source topic as an observable
 external asset, the streaming asset with its four Kafka checks (dirty data, transaction timeout,
 hanging transactions, consumer lag), an hourly-partitioned streaming asset over the same topic
-(windows of record timestamps, single-run backfills, a late-data check), a scheduled job that
+(windows of record timestamps, single-run backfills, a late-data check), the orders as Avro
+with a Schema Registry (``orders_avro``, ``avro-confluent``), a scheduled job that
 runs the checks alone, and the partition-discovery and new-data sensors.
 
 The components under ``definitions/defs/`` (a YAML-declared pipeline, ``large_orders``) are merged
@@ -45,7 +46,14 @@ from dagster_kafka_flinklike import (
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers
 from dagster_kafka_flinklike.spark import local_spark_config
 
-from .tables import CHANNEL_REVENUE, CHANNEL_REVENUE_HOURLY, ORDERS, ORDERS_BY_TIME
+from .tables import (
+    CHANNEL_REVENUE,
+    CHANNEL_REVENUE_HOURLY,
+    ORDERS,
+    ORDERS_AVRO,
+    ORDERS_BY_TIME,
+    ORDERS_FOR_AVRO,
+)
 
 
 @kafka_streaming_asset(
@@ -87,6 +95,12 @@ def channel_revenue_hourly(context, orders: DataFrame) -> DataFrame:
     )
 
 
+@kafka_streaming_asset(sources={"orders": ORDERS_FOR_AVRO}, sink=ORDERS_AVRO, group_name="orders")
+def orders_avro(context, orders: DataFrame) -> DataFrame:
+    """The clean orders re-encoded as Avro with the Schema Registry (topic 'orders_avro')."""
+    return orders
+
+
 class ExampleKafkaResource(KafkaResource):
     """Falls back to the embedded demo broker when no cluster is configured."""
 
@@ -115,8 +129,9 @@ defs = Definitions.merge(
         assets=[
             channel_revenue,
             channel_revenue_hourly,
+            orders_avro,
             *build_kafka_source_assets(
-                [channel_revenue, channel_revenue_hourly], group_name="orders"
+                [channel_revenue, channel_revenue_hourly, orders_avro], group_name="orders"
             ),
         ],
         jobs=[kafka_health],

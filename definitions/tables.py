@@ -5,7 +5,13 @@ against the embedded demo broker or a real cluster (``KAFKA_BOOTSTRAP_SERVERS``)
 """
 
 from dagster_kafka_flinklike import KafkaTableSpec
+from dagster_kafka_flinklike.local import resolve_schema_registry_url
 from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS
+
+#: ``$SCHEMA_REGISTRY_URL``, else the local registry while it runs (``dkf local-registry start``),
+#: else Confluent's usual address. Nothing connects to it while definitions load; a run whose
+#: registry is not there fails, saying so.
+SCHEMA_REGISTRY_URL = resolve_schema_registry_url() or "http://127.0.0.1:8081"
 
 ORDERS = KafkaTableSpec.from_options(
     {
@@ -81,4 +87,30 @@ CHANNEL_REVENUE_HOURLY = KafkaTableSpec.from_options(
     primary_key=["window_start", "order_channel"],
     role="sink",
     name="channel_revenue_hourly",
+)
+
+#: The orders again, for the Avro copy: its own consumer group and checkpoint.
+ORDERS_FOR_AVRO = KafkaTableSpec.from_options(
+    {**ORDERS.options, "properties.group.id": "orders_avro"},
+    columns=ORDER_COLUMNS,
+    role="source",
+    name="orders",
+)
+
+#: Clean orders as Avro in Confluent's wire format: the schema derived from the columns is
+#: registered under subject 'orders_avro-value' on the first write, and every record carries
+#: its id, so Avro consumers (Flink's 'avro-confluent', Kafka Connect, ksqlDB) read it as is.
+ORDERS_AVRO = KafkaTableSpec.from_options(
+    {
+        "connector": "kafka",
+        "topic": "orders_avro",
+        "key.format": "raw",
+        "key.fields": "order_id",
+        "value.format": "avro-confluent",
+        "value.avro-confluent.url": SCHEMA_REGISTRY_URL,
+        "sink.delivery-guarantee": "at-least-once",
+    },
+    columns=ORDER_COLUMNS,
+    role="sink",
+    name="orders_avro",
 )
