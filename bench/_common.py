@@ -179,6 +179,29 @@ def order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
     return templates
 
 
+def avro_order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
+    """:func:`order_templates` as Avro datums of the schema Flink derives from the order
+    columns (format ``avro``); a 19-character id keeps each record's length prefix fixed."""
+    import datetime as dt
+    import io
+
+    import fastavro
+
+    from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS, generate_orders
+    from dagster_kafka_flinklike.options import Column, avro_schema
+
+    schema = fastavro.parse_schema(json.loads(avro_schema([Column(**c) for c in ORDER_COLUMNS])))
+    marker = "@" * 19
+    templates = []
+    for order in generate_orders(0, count):
+        when = dt.datetime.strptime(order["order_time"], "%Y-%m-%d %H:%M:%S")
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, schema, {**order, "order_id": marker, "order_time": when})
+        before, after = out.getvalue().split(marker.encode())
+        templates.append((before, after))
+    return templates
+
+
 def _produce_share(
     bootstrap: str,
     topic: str,
@@ -187,11 +210,12 @@ def _produce_share(
     hi: int,
     compression: str,
     errors: Any,
+    value_format: str = "json",
 ) -> None:
     """Produce records ``lo..hi-1`` round-robin over ``partitions`` (a producer process)."""
     from confluent_kafka import Producer
 
-    templates = order_templates()
+    templates = avro_order_templates() if value_format == "avro" else order_templates()
     width = len(templates)
     failed = [0]
 
@@ -233,8 +257,10 @@ def produce_orders(
     *,
     processes: int = 2,
     compression: str = "none",
+    value_format: str = "json",
 ) -> float:
-    """Fill ``topic`` with ``records`` order JSON records as fast as a raw producer loop can.
+    """Fill ``topic`` with ``records`` orders (``value_format`` json or avro) as fast as a raw
+    producer loop can.
 
     ``processes`` producer processes share the partitions; each uses large batches with 50 ms
     linger and ``compression`` (``none`` by default). The end offsets are checked afterwards.
@@ -251,7 +277,16 @@ def produce_orders(
     procs = [
         ctx.Process(
             target=_produce_share,
-            args=(bootstrap, topic, shares[i], bounds[i], bounds[i + 1], compression, errors),
+            args=(
+                bootstrap,
+                topic,
+                shares[i],
+                bounds[i],
+                bounds[i + 1],
+                compression,
+                errors,
+                value_format,
+            ),
         )
         for i in range(processes)
     ]

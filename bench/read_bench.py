@@ -9,6 +9,8 @@ then measures records per second of
 - ``reader_rps``: ``read_splits`` over the planned splits into Spark's no-op sink, raw value
   bytes only; ``reader_fields_rps`` the same with the fields JSON decoding reads;
 - ``reader_json_rps``: the reader plus JSON decoding into the order schema (``decode_records``);
+- ``reader_avro_rps``: the same orders as Avro datums (format ``avro``, the schema derived from
+  the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``);
 
 the CPU time per record of each, and the peak RSS of the driver, the Spark JVM and the Spark
 Python workers. The last line printed is one JSON object with every figure; see
@@ -258,31 +260,41 @@ class Workload:
     fields: tuple[str, ...]
     batch: int
     warmup: int  # records each query reads before the timed runs
+    avro_spec: Any = None  # the same orders as Avro (format 'avro'), in their own topic
+    avro_splits: tuple[Any, ...] = ()
 
 
-def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Workload:
-    """Plan the read of the filled ``topic`` the way the library plans a run."""
+def _plan(spec: Any) -> Any:
+    from dagster_kafka_flinklike.source import plan_source
+    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+
+    admin = KafkaAdmin(spec.properties)
+    return plan_source(spec, admin.partitions(spec.topics), admin)
+
+
+def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topic: str) -> Workload:
+    """Plan the reads of the filled topics the way the library plans a run."""
     from dagster_kafka_flinklike import KafkaTableSpec
     from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS
     from dagster_kafka_flinklike.options import client_config
-    from dagster_kafka_flinklike.source import plan_source
-    from dagster_kafka_flinklike.source._admin import KafkaAdmin
     from dagster_kafka_flinklike.source.reader import DEFAULT_BATCH_SIZE
     from dagster_kafka_flinklike.source.records import record_fields
 
-    spec = KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": topic,
-            "properties.bootstrap.servers": bootstrap,
-            "properties.group.id": "dkf-read-bench",
-            "scan.startup.mode": "earliest-offset",
-            "format": "json",
-        },
-        columns=ORDER_COLUMNS,
-    )
-    admin = KafkaAdmin(spec.properties)
-    plan = plan_source(spec, admin.partitions(spec.topics), admin)
+    def orders(name: str, fmt: str) -> Any:
+        return KafkaTableSpec.from_options(
+            {
+                "connector": "kafka",
+                "topic": name,
+                "properties.bootstrap.servers": bootstrap,
+                "properties.group.id": "dkf-read-bench",
+                "scan.startup.mode": "earliest-offset",
+                "format": fmt,
+            },
+            columns=ORDER_COLUMNS,
+        )
+
+    spec, avro_spec = orders(topic, "json"), orders(avro_topic, "avro")
+    plan = _plan(spec)
     workload = Workload(
         topic=topic,
         records=records,
@@ -293,6 +305,8 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int) -> Worklo
         fields=record_fields(spec),
         batch=common.env_int("BENCH_BATCH", DEFAULT_BATCH_SIZE),
         warmup=common.env_int("BENCH_WARMUP", max(10_000, records // 20)),
+        avro_spec=avro_spec,
+        avro_splits=_plan(avro_spec).splits,
     )
     common.log(
         f"plan: {len(plan.splits)} splits of {plan.pending_offsets:,} offsets; JSON path "
@@ -325,6 +339,13 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     rows, dirty = dirty_rows(decode_records(work.spec, df))
     if rows != sum(s.size for s in warm) or dirty:
         raise RuntimeError(f"decoding the warm-up orders gave {rows} rows, {dirty} dirty")
+    avro_topic = work.avro_spec.topics[0]
+    warm_avro = [KafkaSplit(avro_topic, s.partition, s.start, s.stop) for s in warm]
+    df = read_splits(spark, warm_avro, work.consumer_config, work.fields, batch_size=work.batch)
+    jit += timed_noop_write(spark, decode_records(work.avro_spec, df)).jit_cpu
+    avro_rows, avro_dirty = dirty_rows(decode_records(work.avro_spec, df))
+    if avro_rows != rows or avro_dirty:
+        raise RuntimeError(f"decoding the Avro orders gave {avro_rows} rows, {avro_dirty} dirty")
     common.log(
         f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
         f"of JIT compilation); the orders decode cleanly"
@@ -343,7 +364,7 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
     records = work.records
     settings = consumer_settings(work.consumer_config)
     runs: Runs = {
-        name: [] for name in ("single", "raw", "raw_gc_paused", "reader", "fields", "json")
+        name: [] for name in ("single", "raw", "raw_gc_paused", "reader", "fields", "json", "avro")
     }
     raw_rss = 0.0
 
@@ -394,6 +415,14 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
         if run.rows != records:
             raise RuntimeError(f"reader + JSON returned {run.rows} rows, expected {records}")
         record("json", f"reader + JSON -> noop{tag}", run.seconds, run.cpu, run)
+
+        raw = read_splits(
+            spark, work.avro_splits, work.consumer_config, work.fields, batch_size=work.batch
+        )
+        run = timed_noop_write(spark, decode_records(work.avro_spec, raw))
+        if run.rows != records:
+            raise RuntimeError(f"reader + Avro returned {run.rows} rows, expected {records}")
+        record("avro", f"reader + Avro -> noop{tag}", run.seconds, run.cpu, run)
     return runs, raw_rss
 
 
@@ -405,7 +434,12 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
     }
     by_process: dict[str, dict[str, float]] = {}
-    for name, key in (("reader", "reader"), ("fields", "reader_fields"), ("json", "reader_json")):
+    for name, key in (
+        ("reader", "reader"),
+        ("fields", "reader_fields"),
+        ("json", "reader_json"),
+        ("avro", "reader_avro"),
+    ):
         spark = min((r[3] for r in runs[name] if r[3] is not None), key=lambda run: run.cpu)
         by_process[key] = {
             "spark_jvm": round(spark.jvm_cpu / records * 1e6, 2),
@@ -420,9 +454,12 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         "reader_rps": round(best["reader"]),
         "reader_fields_rps": round(best["fields"]),
         "reader_json_rps": round(best["json"]),
+        "reader_avro_rps": round(best["avro"]),
         "ratio_raw": round(best["reader"] / best["raw"], 3),
         "ratio_fields": round(best["fields"] / best["raw"], 3),
         "ratio_json": round(best["json"] / best["raw"], 3),
+        "ratio_avro": round(best["avro"] / best["raw"], 3),
+        "ratio_avro_vs_json": round(best["avro"] / best["json"], 3),
         "ratio_raw_gc_paused": round(best["reader"] / best["raw_gc_paused"], 3),
         "decode_cost_s": round(fastest["json"] - fastest["fields"], 2),
         "decode_share": round(1 - best["json"] / best["fields"], 3),
@@ -433,6 +470,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             "reader": cpu_us["reader"],
             "reader_fields": cpu_us["fields"],
             "reader_json": cpu_us["json"],
+            "reader_avro": cpu_us["avro"],
         },
         "cpu_us_per_record_spark": by_process,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
@@ -462,6 +500,7 @@ def run() -> dict[str, Any]:
     sampler = common.RssSampler().start()
     with common.bench_kafka(disk_bytes=records * common.RECORD_DISK_BYTES) as bootstrap:
         topic = common.create_topic(bootstrap, f"dkf-read-bench-{uuid.uuid4().hex[:8]}", partitions)
+        avro_topic = common.create_topic(bootstrap, f"{topic}-avro", partitions)
         try:
             common.log(
                 f"produce: {records:,} JSON orders to {topic} ({partitions} partitions, "
@@ -471,7 +510,12 @@ def run() -> dict[str, Any]:
                 bootstrap, topic, records, partitions, compression=compression
             )
             common.log(f"produce: {produce_rps:,.0f} records/s")
-            work = prepare(bootstrap, topic, records, partitions)
+            common.log(f"produce: the same {records:,} orders as Avro to {avro_topic}...")
+            common.produce_orders(
+                bootstrap, avro_topic, records, partitions, compression=compression,
+                value_format="avro",
+            )  # fmt: skip
+            work = prepare(bootstrap, topic, records, partitions, avro_topic)
             common.log("spark: starting local session (not timed)...")
             spark = start_spark()
             try:
@@ -484,6 +528,7 @@ def run() -> dict[str, Any]:
                 spark.stop()
         finally:
             common.delete_topic(bootstrap, topic)
+            common.delete_topic(bootstrap, avro_topic)
     kinds = sampler.by_kind()
     rss: dict[str, float] = {
         "driver": round(common.self_peak_rss_mb(), 1),
@@ -515,7 +560,8 @@ def headline(summary: dict[str, Any]) -> str:
     return (
         f"summary: reader {summary['ratio_raw']:.2f}x the raw loop "
         f"({summary['ratio_fields']:.2f}x with the JSON path's fields), reader + JSON "
-        f"{summary['ratio_json']:.2f}x; JSON decoding takes {summary['decode_share']:.0%} of "
+        f"{summary['ratio_json']:.2f}x, reader + Avro {summary['ratio_avro']:.2f}x; JSON "
+        f"decoding takes {summary['decode_share']:.0%} of "
         f"the reader's throughput; peak RSS {summary['peak_rss_mb']:.0f} MiB"
     )
 

@@ -48,7 +48,9 @@ def test_dg_list_defs_shows_the_python_and_the_yaml_assets(tmp_path: Path) -> No
         "channel_revenue_hourly",
         "large_orders",
         "channel_revenue_10min",
+        "orders_avro",
     }
+    assert assets["orders_avro"]["dependency_keys"] == ["orders"]
     assert assets["channel_revenue_10min"]["dependency_keys"] == ["orders"]
     assert assets["large_orders"]["dependency_keys"] == ["orders"]
     assert assets["large_orders"]["group_name"] == "orders"

@@ -195,6 +195,7 @@ def test_dagster_dev_shows_lineage_checks_sensors_and_runs(tmp_path, kafka_boots
             ("channel_revenue_hourly",),
             ("channel_revenue_10min",),  # the Flink SQL component of definitions/defs/
             ("large_orders",),  # the YAML component of definitions/defs/
+            ("orders_avro",),  # Avro with the Schema Registry
         }
         assert nodes[("large_orders",)]["dependencyKeys"] == [{"path": ["orders"]}]
         assert nodes[("channel_revenue_10min",)]["dependencyKeys"] == [{"path": ["orders"]}]
