@@ -110,4 +110,18 @@ DEPARTURES: tuple[str, ...] = (
     "state across an unbounded stream.",
     "Computed columns are Flink SQL in DDL (translated to Spark SQL); declared through the Python "
     "or YAML API, `expression` is a Spark SQL expression.",
+    "Avro formats: records are decoded and encoded with fastavro in Spark's Python workers, and "
+    "a record that does not decode is dirty data with fastavro's reason (Flink fails the job "
+    "unless errors are ignored). Column names must be Avro names (checked when the table is "
+    "declared); MULTISET and maps with non-STRING keys have no Avro type here. `avro.codec` is "
+    "refused: it compresses Avro container files, not the single datums Kafka records hold.",
+    "`avro-confluent` talks to the registry through confluent-kafka's Python Schema Registry "
+    "client: `avro-confluent.properties.*` take that client's keys (e.g. `timeout`, "
+    "`ssl.certificate.location`), truststores are PEM files, keystores are refused (give a PEM "
+    "certificate and key), and `basic-auth.credentials-source` = `SASL_INHERIT` is refused. A "
+    "writer schema resolves into the table's schema by position and field name, as Avro's Java "
+    "resolver does: record names need not match. An unknown schema id, an unreachable registry "
+    "or an incompatible writer schema makes the record dirty with the reason. Records that carry "
+    "their schema id in a `__value_schema_id` / `__key_schema_id` header (newer Confluent "
+    "clients) are read too.",
 )
