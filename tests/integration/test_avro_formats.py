@@ -345,3 +345,19 @@ def test_streaming_asset_avro_confluent_to_avro_confluent(
         for raw in _committed_values(kafka_bootstrap, sink_topic)
     ]
     assert sorted((o["channel"], o["revenue"]) for o in out) == [("app", 2.0), ("web", 4.0)]
+
+
+def test_avro_confluent_schema_id_in_a_header(
+    kafka_bootstrap, new_topic, spark, schema_registry_url, registry
+) -> None:
+    """Newer Confluent serializers put the schema id in a header and leave the value bare."""
+    topic = new_topic(partitions=1)
+    schema = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}
+    schema_id = registry.register_schema(f"{topic}-value", _schema(schema))
+    payload = io.BytesIO()
+    fastavro.schemaless_writer(payload, fastavro.parse_schema(schema), {"id": 42})
+    header = ("__value_schema_id", b"\x00" + schema_id.to_bytes(4, "big"))
+    send(kafka_bootstrap, topic, [{"value": payload.getvalue(), "headers": [header]}])
+    columns = [{"name": "id", "type": "BIGINT"}]
+    got = rows(spark, table(topic, kafka_bootstrap, _confluent(schema_registry_url), columns))
+    assert [(r["id"], r[ERROR]) for r in got] == [(42, None)]
