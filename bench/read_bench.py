@@ -144,9 +144,14 @@ def start_spark() -> SparkSession:
     """The local Spark session the library's resources build (``local[2]``)."""
     from pyspark.sql import SparkSession
 
-    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
+    from dagster_kafka_flinklike.spark import (
+        local_spark_config,
+        prepare_spark_environment,
+        with_spark_avro,
+    )
 
     config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
+    config = with_spark_avro(config)
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():

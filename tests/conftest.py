@@ -142,9 +142,13 @@ def spark() -> Iterator[object]:
     """One local SparkSession for the test session (built as the SparkResource builds it)."""
     from pyspark.sql import SparkSession
 
-    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
+    from dagster_kafka_flinklike.spark import (
+        local_spark_config,
+        prepare_spark_environment,
+        with_spark_avro,
+    )
 
-    config = local_spark_config("tests")
+    config = with_spark_avro(local_spark_config("tests"))
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():

@@ -157,6 +157,9 @@ def decode_udf(
 
             state["decode"] = make_decoder()
             state["type"] = to_arrow_type(spark_row, timezone="UTC")
+            state["result"] = to_arrow_type(result, timezone="UTC")
+        if values.null_count == len(values):  # nothing to decode (another path read them all)
+            return pa.nulls(len(values), type=state["result"])
         decode, arrow_row = state["decode"], state["type"]
         header_list = headers.to_pylist() if headers is not None else None
         rows: list[Any] = []

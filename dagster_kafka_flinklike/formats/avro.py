@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FormatSpec, avro_schema
+from . import _spark_avro
 from ._python import ERROR, ROW, decode_udf, encode_udf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,16 +94,8 @@ def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkC
     return raw.isNull()
 
 
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it."""
-    from pyspark.sql import functions as F
-
-    settings = _settings(options)
+def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> Any:
+    """The per-record fastavro decoder of the table's schema, as a Spark function."""
     schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
     encoding = settings["encoding"]
 
@@ -110,23 +103,44 @@ def decode_stages(
         read = datum_reader(schema, None, encoding)
         return lambda data, _headers: read(data)
 
-    decoded = decode_udf(make_decoder, columns)
+    return decode_udf(make_decoder, columns)
+
+
+def decode_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str,
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """Decode once per record into a staged column, then read the row and error from it
+    (with Spark's ``from_avro`` first where the session has it: see :mod:`._spark_avro`)."""
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    decoder = _python_decoder(columns, settings)
+    legacy = settings["timestamp_mapping.legacy"]
+    if settings["encoding"] == "binary" and _spark_avro.usable(columns, legacy):
+        schema = avro_schema(columns, legacy=legacy, fmt=NAME)
+        fast = _spark_avro.decode_plain(raw, columns, schema, legacy)
+        return _spark_avro.staged(prefix, fast, raw, decoder, None)
     staged = f"{prefix}avro"
     col = F.col(staged)
-    return [{staged: decoded(raw)}], (col[ROW], col[ERROR], F.lit(False))
+    return [{staged: decoder(raw)}], (col[ROW], col[ERROR], F.lit(False))
 
 
 def decode(
     raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
 ) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record (one expression; prefer the stages).
+    """(row struct, error, tolerated) of each record as one expression, decoded in Python
+    (:func:`decode_stages` is the pipeline's path).
 
     Example:
         >>> struct, error, _ = decode(F.col("value"), [Column("v", "INT")], {})  # doctest: +SKIP
     """
-    stages, (_, _, tolerated) = decode_stages(raw, columns, options, "")
-    ((_, decoded),) = stages[0].items()
-    return decoded[ROW], decoded[ERROR], tolerated
+    from pyspark.sql import functions as F
+
+    decoded = _python_decoder(columns, _settings(options))(raw)
+    return decoded[ROW], decoded[ERROR], F.lit(False)
 
 
 def encode(

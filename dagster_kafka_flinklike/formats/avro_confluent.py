@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
 from ..options import Column, FormatSpec, avro_schema
-from . import _registry
+from . import _registry, _spark_avro
 from ._python import ERROR, ROW, decode_udf, encode_udf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -143,23 +143,13 @@ def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkC
     return raw.isNull()
 
 
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-    headers: SparkColumn | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it.
-
-    ``headers`` (the records' headers) let a record carry its schema id in a header.
-    """
-    from pyspark.sql import functions as F
-
-    settings = _settings(options)
+def _python_decoder(
+    columns: Sequence[Column], settings: Mapping[str, Any], side: str, with_headers: bool
+) -> Any:
+    """The per-record decoder (writer schema by id from the registry, resolved into the
+    table's), as a Spark function of the raw bytes (and headers)."""
     conf = dict(settings["registry"])
     reader = reader_schema(columns, settings)
-    side = "key" if prefix.endswith("key_") else "value"
 
     def make_decoder() -> Callable[[bytes, Any], Any]:
         import fastavro
@@ -179,26 +169,55 @@ def decode_stages(
 
         return decode
 
+    return decode_udf(make_decoder, columns, with_headers=with_headers)
+
+
+def decode_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str,
+    headers: SparkColumn | None = None,
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """Decode once per record into a staged column, then read the row and error from it.
+
+    ``headers`` (the records' headers) let a record carry its schema id in a header. Where the
+    session has Spark's Avro package, records written with a version of the table's subject are
+    decoded by ``from_avro`` first (see :mod:`._spark_avro`).
+    """
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    side = "key" if prefix.endswith("key_") else "value"
+    decoder = _python_decoder(columns, settings, side, headers is not None)
+    legacy = settings["timestamp_mapping.legacy"]
+    if _spark_avro.usable(columns, legacy):
+        writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
+        if writers:
+            fast = _spark_avro.decode_confluent(
+                raw, headers, columns, writers, reader_schema(columns, settings), legacy,
+                _registry.header_name(side),
+            )  # fmt: skip
+            return _spark_avro.staged(prefix, fast, raw, decoder, headers)
     staged = f"{prefix}avro"
     col = F.col(staged)
-    if headers is not None:
-        stage = decode_udf(make_decoder, columns, with_headers=True)(raw, headers)
-    else:
-        stage = decode_udf(make_decoder, columns)(raw)
+    stage = decoder(raw, headers) if headers is not None else decoder(raw)
     return [{staged: stage}], (col[ROW], col[ERROR], F.lit(False))
 
 
 def decode(
     raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
 ) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record (one expression; prefer the stages).
+    """(row struct, error, tolerated) of each record as one expression, decoded in Python
+    (:func:`decode_stages` is the pipeline's path).
 
     Example:
         >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
     """
-    stages, (_, _, tolerated) = decode_stages(raw, columns, options, "")
-    ((_, decoded),) = stages[0].items()
-    return decoded[ROW], decoded[ERROR], tolerated
+    from pyspark.sql import functions as F
+
+    decoded = _python_decoder(columns, _settings(options), "value", False)(raw)
+    return decoded[ROW], decoded[ERROR], F.lit(False)
 
 
 def encode(

@@ -34,6 +34,7 @@ __all__ = [
     "default_cache_dir",
     "fetch_kafka",
     "fetch_schema_registry",
+    "fetch_spark_package",
     "find_java",
     "maven_repository",
     "render_pom",
@@ -330,9 +331,14 @@ def maven_repository() -> str:
     return (env or _DEFAULT_REPOSITORY).rstrip("/")
 
 
-def _download(url: str, dest: Path) -> str:
-    """Stream ``url`` into ``dest`` and return the SHA-512 of what was written."""
-    digest = hashlib.sha512()
+def _download(
+    url: str,
+    dest: Path,
+    algorithm: str = "sha512",
+    error: type[EmbeddedServiceError] = EmbeddedSchemaRegistryError,
+) -> str:
+    """Stream ``url`` into ``dest`` and return the digest (``algorithm``) of what was written."""
+    digest = hashlib.new(algorithm)
     try:
         with (
             urllib.request.urlopen(url, timeout=_HTTP_TIMEOUT_S) as response,
@@ -342,8 +348,8 @@ def _download(url: str, dest: Path) -> str:
                 digest.update(block)
                 out.write(block)
     except (urllib.error.URLError, OSError) as exc:
-        raise EmbeddedSchemaRegistryError(
-            f"Downloading the Schema Registry from {url} failed: {exc}. Check the network (or "
+        raise error(
+            f"Downloading {url} failed: {exc}. Check the network (or "
             "set DKF_MAVEN_REPOSITORY to a Maven Central mirror), or point SCHEMA_REGISTRY_URL "
             "at an existing Confluent-compatible Schema Registry instead."
         ) from exc
@@ -364,6 +370,45 @@ def _unpack(archive: Path, dest: Path) -> None:
             tar.extractall(dest, filter="data")
         else:
             tar.extractall(dest)
+
+
+def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = None) -> Path:
+    """Download one jar of Spark's own packages (``org.apache.spark:<artifact>:<version>``) once.
+
+    The jar is checked against the SHA-1 Maven Central publishes beside it and cached in
+    ``<cache_dir>/spark-packages/<artifact>-<version>/``.
+
+    Args:
+        artifact: e.g. ``spark-avro_2.13``.
+        version: the Spark version the jar belongs to.
+        cache_dir: root of the cache; defaults to :func:`default_cache_dir`.
+
+    Returns:
+        The jar's path.
+
+    Raises:
+        EmbeddedServiceError: the jar could not be downloaded or its checksum does not match.
+
+    Example:
+        >>> fetch_spark_package("spark-avro_2.13", "4.2.0").name  # doctest: +SKIP
+        'spark-avro_2.13-4.2.0.jar'
+    """
+    name = f"{artifact}-{version}.jar"
+    url = f"{maven_repository()}/org/apache/spark/{artifact}/{version}/{name}"
+
+    def fill(tmp: Path) -> dict[str, object]:
+        actual = _download(url, tmp / name, "sha1", EmbeddedServiceError)
+        published = tmp / f"{name}.sha1"
+        _download(f"{url}.sha1", published, "sha1", EmbeddedServiceError)
+        expected = published.read_text(encoding="ascii").split()[0].strip().lower()
+        published.unlink()
+        if actual != expected:
+            raise EmbeddedServiceError(f"{url} has SHA-1 {actual}, not the published {expected}.")
+        return {"artifact": artifact, "version": version, "sha1": actual}
+
+    folder = _cache_root(cache_dir) / "spark-packages" / f"{artifact}-{version}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return _fetch_once(folder, f"Spark's {artifact} {version}", fill, "a few seconds") / name
 
 
 def fetch_schema_registry(cache_dir: Path | None = None) -> Path:

@@ -361,3 +361,54 @@ def test_avro_confluent_schema_id_in_a_header(
     columns = [{"name": "id", "type": "BIGINT"}]
     got = rows(spark, table(topic, kafka_bootstrap, _confluent(schema_registry_url), columns))
     assert [(r["id"], r[ERROR]) for r in got] == [(42, None)]
+
+
+def _stage_values(spark, raw_values, stages_and_result) -> list[tuple[Any, Any, Any]]:
+    """(JVM stage, row, error) per raw value, through the stages ``decode_stages`` returned."""
+    stages, (row, error, _) = stages_and_result
+    frame = spark.createDataFrame([(bytearray(v),) for v in raw_values], "value binary")
+    for stage in stages:
+        frame = frame.select("*", *[expr.alias(name) for name, expr in stage.items()])
+    jvm = F.col("p_avro_jvm")
+    return [(r[0], r[1], r[2]) for r in frame.select(jvm, row, error).collect()]
+
+
+def test_spark_avro_decodes_clean_records_in_the_jvm_and_python_explains_the_rest(
+    spark, schema_registry_url, registry
+) -> None:
+    """The session has Spark's Avro package: clean datums come out of from_avro, including
+    a writer schema older than the table's; bad ones fall back to Python and its reason."""
+    from dagster_kafka_flinklike.formats import avro as avro_format
+    from dagster_kafka_flinklike.formats import avro_confluent, format_settings
+
+    columns = [
+        Column("id", "BIGINT"),
+        Column("ts", "TIMESTAMP(3)"),
+        Column("tags", "ARRAY<STRING>"),
+    ]
+    schema = fastavro.parse_schema(json.loads(avro_schema(columns)))
+    good = io.BytesIO()
+    at = dt.datetime(2024, 5, 6, 7, 8, 9, 123000)
+    fastavro.schemaless_writer(good, schema, {"id": 1, "ts": at, "tags": ["a"]})
+    got = _stage_values(
+        spark, [good.getvalue(), b"\x02\x09"],
+        avro_format.decode_stages(F.col("value"), columns, {}, "p_"),
+    )  # fmt: skip
+    assert got[0][0] is not None and got[0][1] == (1, at, ["a"]) and got[0][2] is None
+    assert got[1][0] is None and got[1][1] is None and "not an Avro datum" in got[1][2]
+
+    subject = f"fast-{uuid.uuid4().hex[:8]}-value"
+    old = {"type": "record", "name": "Old", "fields": [{"name": "id", "type": "long"}]}
+    old_id = registry.register_schema(subject, _schema(old))
+    payload = io.BytesIO()
+    fastavro.schemaless_writer(payload, fastavro.parse_schema(old), {"id": 7})
+    framed = b"\x00" + old_id.to_bytes(4, "big") + payload.getvalue()
+    unknown = b"\x00" + (10**6).to_bytes(4, "big") + payload.getvalue()
+    options = {"url": schema_registry_url, "subject": subject}
+    assert format_settings("avro-confluent", options)["subject"] == subject
+    got = _stage_values(
+        spark, [framed, unknown],
+        avro_confluent.decode_stages(F.col("value"), columns, options, "p_"),
+    )  # fmt: skip
+    assert got[0][0] is not None and got[0][1] == (7, None, None) and got[0][2] is None
+    assert got[1][0] is None and "could not be fetched" in got[1][2]

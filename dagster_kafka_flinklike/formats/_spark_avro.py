@@ -1,0 +1,149 @@
+"""The Avro formats' fast path: Spark's own ``from_avro`` in the JVM, Python only where it fails.
+
+Spark's Avro package decodes a datum an order of magnitude faster than a Python worker can.
+When the session has it (see :func:`..spark.has_spark_avro`) and the table's columns are types
+``from_avro`` yields exactly as declared, each record is first decoded by ``from_avro`` in
+PERMISSIVE mode (null for a datum it cannot read); only those records then reach the Python
+decoder, which reads them the slow way or says why they are dirty. For ``avro-confluent`` the
+writer schemas are the versions registered under the table's subject, fetched on the driver when
+the query is planned; records written with any other schema id, or carrying it in a header, take
+the Python path, so the result is the same as Python's alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FlinkType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+logger = logging.getLogger(__name__)
+
+#: Types ``from_avro`` returns as the declared Spark type at any depth.
+_NATIVE = {"STRING", "VARCHAR", "CHAR", "BOOLEAN", "INT", "BIGINT", "FLOAT", "DOUBLE",
+           "DECIMAL", "DATE", "BYTES", "BINARY", "VARBINARY", "TIMESTAMP_LTZ"}  # fmt: skip
+_MAX_WRITERS = 20  # writer schemas of a subject tried in the JVM: the newest versions
+#: A field only the reader schema has, so Avro's resolution fills it with its default (true) for
+#: every datum read: PERMISSIVE ``from_avro`` gives a row of nulls, not a null, for a datum it
+#: cannot read, and this field's null tells the two apart.
+_SENTINEL = "__dkf_read"
+
+
+def _with_sentinel(reader: str) -> str:
+    record = json.loads(reader)
+    sentinel = {"name": _SENTINEL, "type": "boolean", "default": True}
+    return json.dumps({**record, "fields": [*record["fields"], sentinel]}, separators=(",", ":"))
+
+
+def _native(t: FlinkType) -> bool:
+    if t.name in ("ARRAY", "ROW") or (t.name == "MAP" and t.children[0].name == "STRING"):
+        return all(_native(c) for c in t.children)
+    return t.name in _NATIVE
+
+
+def usable(columns: Sequence[Column], legacy: bool) -> bool:
+    """Whether the session has Spark's Avro package and ``from_avro`` yields these columns:
+    native types at any depth, and top-level TIMESTAMP columns."""
+    from pyspark.sql import SparkSession
+
+    from ..spark import has_spark_avro
+
+    if not all(_native(c.flink_type) or c.flink_type.name == "TIMESTAMP" for c in columns):
+        return False
+    spark = SparkSession.getActiveSession()
+    return spark is not None and has_spark_avro(spark)
+
+
+def _as_declared(decoded: SparkColumn, columns: Sequence[Column], legacy: bool) -> SparkColumn:
+    """``from_avro``'s struct as the table's row: TIMESTAMP read as the UTC wall clock of the
+    instant Avro's ``timestamp-*`` holds (legacy mapping), or as Avro's ``local-timestamp-*``."""
+    from pyspark.sql import functions as F
+
+    fields = []
+    for c in columns:
+        value = decoded[c.name]
+        if c.flink_type.name == "TIMESTAMP" and legacy:
+            value = F.convert_timezone(F.current_timezone(), F.lit("UTC"), value)
+        fields.append(value.alias(c.name))
+    return F.when(decoded[_SENTINEL].isNotNull(), F.struct(*fields))
+
+
+def decode_plain(raw: SparkColumn, columns: Sequence[Column], schema: str, legacy: bool) -> Any:
+    """The table's row decoded by ``from_avro`` (null where it cannot read the datum)."""
+    from pyspark.sql.avro.functions import from_avro
+
+    options = {"mode": "PERMISSIVE", "avroSchema": _with_sentinel(schema)}
+    return _as_declared(from_avro(raw, schema, options), columns, legacy)
+
+
+def subject_writers(conf: Mapping[str, Any], subject: str | None) -> dict[int, str]:
+    """Schema id → schema text of the newest Avro versions registered under ``subject``;
+    empty when there is no subject or the registry cannot be reached (Python then reads all)."""
+    from . import _registry
+
+    if not subject:
+        return {}
+    try:
+        registry = _registry.client(conf)
+        writers = {}
+        for version in registry.get_versions(subject)[-_MAX_WRITERS:]:
+            registered = registry.get_version(subject, version)
+            if (registered.schema.schema_type or "AVRO") == "AVRO":
+                writers[registered.schema_id] = registered.schema.schema_str
+        return writers
+    except Exception as exc:  # the registry is optional here: the Python path reads every record
+        logger.info("Schema versions of %s not fetched (%s): Avro decodes in Python.", subject, exc)
+        return {}
+
+
+def decode_confluent(
+    raw: SparkColumn,
+    headers: SparkColumn | None,
+    columns: Sequence[Column],
+    writers: Mapping[int, str],
+    reader: str,
+    legacy: bool,
+    header: str,
+) -> Any:
+    """The table's row of Confluent-framed records whose writer schema is one of ``writers``,
+    resolved into ``reader`` by ``from_avro``; null for every other record."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from ._registry import frame
+
+    payload = F.substring(raw, 6, 2**31 - 1)
+    prefix = F.substring(raw, 1, 5)
+    options = {"mode": "PERMISSIVE", "avroSchema": _with_sentinel(reader)}
+    decoded = F.coalesce(*[
+        F.when(prefix == F.lit(frame(schema_id, b"")), from_avro(payload, writer, options))
+        for schema_id, writer in writers.items()
+    ])  # fmt: skip
+    if headers is not None:  # a schema id in a header: the value is bare, Python reads it
+        in_header = F.exists(F.coalesce(headers, F.array()), lambda h: h["key"] == F.lit(header))
+        decoded = F.when(~in_header, decoded)
+    return _as_declared(decoded, columns, legacy)
+
+
+def staged(
+    prefix: str, fast: SparkColumn, raw: SparkColumn, slow: Any, headers: SparkColumn | None
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """The stages of a fast decoding with the Python decoder ``slow`` for the records it left:
+    (stages, (row, error, tolerated))."""
+    from pyspark.sql import functions as F
+
+    from ._python import ERROR, ROW
+
+    jvm, python = f"{prefix}avro_jvm", f"{prefix}avro"
+    left = F.when(F.col(jvm).isNull() & raw.isNotNull(), raw)
+    stage = slow(left, headers) if headers is not None else slow(left)
+    row = F.coalesce(F.col(jvm), F.col(python)[ROW])
+    return [{jvm: fast}, {python: stage}], (row, F.col(python)[ERROR], F.lit(False))
+
+
+__all__ = ["decode_confluent", "decode_plain", "staged", "subject_writers", "usable"]
