@@ -60,25 +60,32 @@ def usable(columns: Sequence[Column], legacy: bool) -> bool:
 
 
 def _as_declared(decoded: SparkColumn, columns: Sequence[Column], legacy: bool) -> SparkColumn:
-    """``from_avro``'s struct as the table's row: TIMESTAMP read as the UTC wall clock of the
-    instant Avro's ``timestamp-*`` holds (legacy mapping), or as Avro's ``local-timestamp-*``."""
+    """``from_avro``'s staged struct as the table's row (null where it read nothing): TIMESTAMP
+    is the UTC wall clock of the instant Avro's ``timestamp-*`` holds (legacy mapping), or
+    Avro's ``local-timestamp-*`` as it is."""
+    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    spark = SparkSession.getActiveSession()
+    zone = spark.conf.get("spark.sql.session.timeZone", "UTC") if spark is not None else "UTC"
     fields = []
     for c in columns:
         value = decoded[c.name]
         if c.flink_type.name == "TIMESTAMP" and legacy:
-            value = F.convert_timezone(F.current_timezone(), F.lit("UTC"), value)
+            if zone in ("UTC", "Etc/UTC", "Z", "+00:00", "GMT"):
+                value = value.cast("timestamp_ntz")
+            else:
+                value = F.convert_timezone(F.lit(zone), F.lit("UTC"), value)
         fields.append(value.alias(c.name))
     return F.when(decoded[_SENTINEL].isNotNull(), F.struct(*fields))
 
 
-def decode_plain(raw: SparkColumn, columns: Sequence[Column], schema: str, legacy: bool) -> Any:
-    """The table's row decoded by ``from_avro`` (null where it cannot read the datum)."""
+def decode_plain(raw: SparkColumn, schema: str) -> Any:
+    """``from_avro`` of each datum of ``schema`` (its fields null where it cannot read it)."""
     from pyspark.sql.avro.functions import from_avro
 
     options = {"mode": "PERMISSIVE", "avroSchema": _with_sentinel(schema)}
-    return _as_declared(from_avro(raw, schema, options), columns, legacy)
+    return from_avro(raw, schema, options)
 
 
 def subject_writers(conf: Mapping[str, Any], subject: str | None) -> dict[int, str]:
@@ -104,14 +111,12 @@ def subject_writers(conf: Mapping[str, Any], subject: str | None) -> dict[int, s
 def decode_confluent(
     raw: SparkColumn,
     headers: SparkColumn | None,
-    columns: Sequence[Column],
     writers: Mapping[int, str],
     reader: str,
-    legacy: bool,
     header: str,
 ) -> Any:
-    """The table's row of Confluent-framed records whose writer schema is one of ``writers``,
-    resolved into ``reader`` by ``from_avro``; null for every other record."""
+    """``from_avro`` of Confluent-framed records whose writer schema is one of ``writers``,
+    resolved into ``reader``; null for every other record."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
@@ -127,22 +132,29 @@ def decode_confluent(
     if headers is not None:  # a schema id in a header: the value is bare, Python reads it
         in_header = F.exists(F.coalesce(headers, F.array()), lambda h: h["key"] == F.lit(header))
         decoded = F.when(~in_header, decoded)
-    return _as_declared(decoded, columns, legacy)
+    return decoded
 
 
 def staged(
-    prefix: str, fast: SparkColumn, raw: SparkColumn, slow: Any, headers: SparkColumn | None
+    prefix: str,
+    fast: SparkColumn,
+    raw: SparkColumn,
+    slow: Any,
+    headers: SparkColumn | None,
+    columns: Sequence[Column],
+    legacy: bool,
 ) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """The stages of a fast decoding with the Python decoder ``slow`` for the records it left:
+    """The stages of a ``from_avro`` decoding (``fast``, evaluated once per record in its own
+    projection) with the Python decoder ``slow`` for the records it left:
     (stages, (row, error, tolerated))."""
     from pyspark.sql import functions as F
 
     from ._python import ERROR, ROW
 
     jvm, python = f"{prefix}avro_jvm", f"{prefix}avro"
-    left = F.when(F.col(jvm).isNull() & raw.isNotNull(), raw)
+    left = F.when(F.col(jvm)[_SENTINEL].isNull() & raw.isNotNull(), raw)
     stage = slow(left, headers) if headers is not None else slow(left)
-    row = F.coalesce(F.col(jvm), F.col(python)[ROW])
+    row = F.coalesce(_as_declared(F.col(jvm), columns, legacy), F.col(python)[ROW])
     return [{jvm: fast}, {python: stage}], (row, F.col(python)[ERROR], F.lit(False))
 
 

@@ -121,8 +121,8 @@ def decode_stages(
     legacy = settings["timestamp_mapping.legacy"]
     if settings["encoding"] == "binary" and _spark_avro.usable(columns, legacy):
         schema = avro_schema(columns, legacy=legacy, fmt=NAME)
-        fast = _spark_avro.decode_plain(raw, columns, schema, legacy)
-        return _spark_avro.staged(prefix, fast, raw, decoder, None)
+        fast = _spark_avro.decode_plain(raw, schema)
+        return _spark_avro.staged(prefix, fast, raw, decoder, None, columns, legacy)
     staged = f"{prefix}avro"
     col = F.col(staged)
     return [{staged: decoder(raw)}], (col[ROW], col[ERROR], F.lit(False))

@@ -195,10 +195,10 @@ def decode_stages(
         writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
         if writers:
             fast = _spark_avro.decode_confluent(
-                raw, headers, columns, writers, reader_schema(columns, settings), legacy,
+                raw, headers, writers, reader_schema(columns, settings),
                 _registry.header_name(side),
             )  # fmt: skip
-            return _spark_avro.staged(prefix, fast, raw, decoder, headers)
+            return _spark_avro.staged(prefix, fast, raw, decoder, headers, columns, legacy)
     staged = f"{prefix}avro"
     col = F.col(staged)
     stage = decoder(raw, headers) if headers is not None else decoder(raw)

@@ -369,7 +369,7 @@ def _stage_values(spark, raw_values, stages_and_result) -> list[tuple[Any, Any, 
     frame = spark.createDataFrame([(bytearray(v),) for v in raw_values], "value binary")
     for stage in stages:
         frame = frame.select("*", *[expr.alias(name) for name, expr in stage.items()])
-    jvm = F.col("p_avro_jvm")
+    jvm = F.col("p_avro_jvm")["__dkf_read"]  # set for every datum from_avro read
     return [(r[0], r[1], r[2]) for r in frame.select(jvm, row, error).collect()]
 
 
@@ -394,7 +394,7 @@ def test_spark_avro_decodes_clean_records_in_the_jvm_and_python_explains_the_res
         spark, [good.getvalue(), b"\x02\x09"],
         avro_format.decode_stages(F.col("value"), columns, {}, "p_"),
     )  # fmt: skip
-    assert got[0][0] is not None and got[0][1] == (1, at, ["a"]) and got[0][2] is None
+    assert got[0][0] is True and got[0][1] == (1, at, ["a"]) and got[0][2] is None
     assert got[1][0] is None and got[1][1] is None and "not an Avro datum" in got[1][2]
 
     subject = f"fast-{uuid.uuid4().hex[:8]}-value"
@@ -410,5 +410,5 @@ def test_spark_avro_decodes_clean_records_in_the_jvm_and_python_explains_the_res
         spark, [framed, unknown],
         avro_confluent.decode_stages(F.col("value"), columns, options, "p_"),
     )  # fmt: skip
-    assert got[0][0] is not None and got[0][1] == (7, None, None) and got[0][2] is None
+    assert got[0][0] is True and got[0][1] == (7, None, None) and got[0][2] is None
     assert got[1][0] is None and "could not be fetched" in got[1][2]
