@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaOptionsError
+from ._protobuf import descriptor_file, load_message
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
 from ._types import FlinkType, parse_flink_type
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
            "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
-SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
+SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "protobuf", "debezium-json",
                      "canal-json", "maxwell-json", "ogg-json")  # fmt: skip
 #: Formats whose records are changelogs: each record becomes rows with a Flink row kind
 #: (``+I``, ``-U``, ``+U``, ``-D``). Value format only, as in Flink.
@@ -341,6 +342,28 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
             "Python client's keys, e.g. timeout, ssl.certificate.location).", parse_string),
         _AVRO_TIMESTAMP_MAPPING,
     ),
+    "protobuf": (
+        _fo("message-class-name", "String", None,
+            "The message each record holds (required): its full name in the descriptor file "
+            "('shop.Order'), its generated Java class ('com.shop.OrderProtos$Order'), or a name "
+            "whose last segment is the simple name of exactly one message of the file.",
+            parse_string),
+        _fo("descriptor-file", "String", None,
+            "FileDescriptorSet defining the message (required): the output of `protoc "
+            "--include_imports --descriptor_set_out=<file>.desc <file>.proto`, read when the "
+            "table is declared.", descriptor_file),
+        _fo("ignore-parse-errors", "Boolean", "false",
+            "Skip records that fail to parse (collected as dirty data) instead of failing.",
+            parse_bool),
+        _fo("read-default-values", "Boolean", "false",
+            "Read unset fields as their default values. With false, an unset field that tracks "
+            "presence (proto2 fields, proto3 'optional', oneof members, messages) and an empty "
+            "repeated or map field read as NULL; proto3 scalars without presence always read "
+            "their value.", parse_bool),
+        _fo("write-null-string-literal", "String", "",
+            "The string written for a null element of an ARRAY or MAP of strings (protobuf has "
+            "no null); other null elements become their type's default value.", parse_string),
+    ),
 }  # fmt: skip
 
 #: Options whose keys continue with a name (``<format>.properties.<key>``): a map.
@@ -445,7 +468,7 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
     for head, entries in maps.items():
         settings[head] = entries
         raw.update({f"{head}.{k}": v for k, v in entries.items()})
-    _check_rules(name, settings, raw, written)
+    _check_rules(name, settings, raw, written, side if side == "key." else "")
     return FormatSpec(name=name, options=raw, settings=settings)
 
 
@@ -478,8 +501,14 @@ def _unknown_format_option(
 
 
 def _check_rules(
-    name: str, settings: dict[str, Any], raw: Mapping[str, str], written: Mapping[str, str]
+    name: str,
+    settings: dict[str, Any],
+    raw: Mapping[str, str],
+    written: Mapping[str, str],
+    side: str,
 ) -> None:
+    if name == "protobuf":
+        load_message(settings, written, side)
     if name == "avro-confluent" and "url" not in settings:
         raise KafkaOptionsError(
             "Format 'avro-confluent' needs the Schema Registry's URL: set "

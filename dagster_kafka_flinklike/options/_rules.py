@@ -12,8 +12,10 @@ from typing import Any
 
 from ..errors import KafkaOptionsError, KafkaOptionsWarning
 from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
+from ._formats import FormatSpec
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
+from ._protobuf import check_columns as check_protobuf_columns
 from ._table import (
     KAFKA,
     OPTIONS,
@@ -368,6 +370,14 @@ def csv_column_types(fmt: str, columns: Sequence[Column], option_key: str) -> No
                 f"'csv.array-element-delimiter'); use the 'json' format for nested data.",
                 keys=(option_key,),
             )
+
+
+def protobuf_columns(
+    fmt: FormatSpec, columns: Sequence[Column], option_key: str, prefix: str
+) -> None:
+    """A ``protobuf`` format's columns are fields of its message, of types that hold them."""
+    if fmt.name == "protobuf":
+        check_protobuf_columns(fmt.settings, columns, option_key, prefix)
 
 
 def raw_single_field(fmt: str, columns: Sequence[str], option_key: str) -> None:

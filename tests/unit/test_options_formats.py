@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dagster_kafka_flinklike.options import FORMAT_OPTIONS, Column, FormatSpec
+from tests.protobuf_defs import write_descriptor_set
 
 from .test_options_support import DROP, build, expect_error
 
@@ -289,12 +291,16 @@ def test_key_format_options_are_separate_from_the_value_ones() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FORMAT_OPTIONS))
-def test_every_declared_format_option_accepts_its_default(name: str) -> None:
+def test_every_declared_format_option_accepts_its_default(name: str, tmp_path: Path) -> None:
     changes: dict[str, Any] = {"format": name}
     for option in FORMAT_OPTIONS[name]:
         if option.default is not None and option.key != "quote-character":
             changes[f"{name}.{option.key}"] = option.default
     columns = ONE_COLUMN if name == "raw" else None
+    if name == "protobuf":  # its two required options, and columns of the message
+        changes["protobuf.message-class-name"] = "shop.Order"
+        changes["protobuf.descriptor-file"] = write_descriptor_set(tmp_path)
+        columns = (Column("id", "BIGINT"),)
     spec = build(changes, columns=columns) if columns else build(changes)
     assert spec.value_format.name == name
 
