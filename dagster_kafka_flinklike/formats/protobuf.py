@@ -7,10 +7,11 @@ declared: ROW ↔ message, ARRAY ↔ repeated, MAP ↔ map, an enum ↔ its name
 or number (TINYINT..BIGINT), ``uint32``/``fixed32`` ↔ INT and ``uint64``/``fixed64`` ↔ BIGINT
 (the same bits, as Java reads them: values above the signed range read negative).
 
-Reading: bytes that are not a message of the type are dirty, with the parser's reason. With
-``protobuf.read-default-values`` false (the default) an unset field that tracks presence and an
-empty repeated or map field read as NULL; an unknown enum number reads as ``UNRECOGNIZED`` into
-a text column (as Java names it) and as the number into an integer column.
+Reading: bytes that are not a message of the type, or lack a proto2 ``required`` field, are
+dirty, with the reason. With ``protobuf.read-default-values`` false (the default) an unset field
+that tracks presence and an empty repeated or map field read as NULL; an unknown enum number
+reads as ``UNRECOGNIZED`` into a text column (as Java names it) and as the number into an
+integer column.
 
 Writing (what Flink writes): a NULL column leaves its field unset; a NULL element of an ARRAY or
 MAP becomes the field type's default (``protobuf.write-null-string-literal`` for strings, the
@@ -259,6 +260,9 @@ def record_reader(columns: Sequence[Column], settings: Mapping[str, Any]) -> Rea
             msg = cls.FromString(data)
         except DecodeError as exc:
             raise ValueError(f"not a serialized {settings['message']} message: {exc}") from None
+        if not msg.IsInitialized():  # Java's parseFrom, Flink's parser, refuses it too
+            missing = ", ".join(msg.FindInitializationErrors())
+            raise ValueError(f"{settings['message']} message is missing required fields: {missing}")
         return read(msg)
 
     return parse
