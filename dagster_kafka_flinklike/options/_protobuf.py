@@ -283,7 +283,9 @@ def _check_scalar(field: Any, t: FlinkType, path: str) -> None:
     allowed = SCALAR_TYPES.get(kind, ())
     if t.name not in allowed:
         what = (
-            "an enum" if kind == "enum" else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} field"
+            "an enum"
+            if kind == "enum"
+            else f"{'an' if kind.startswith('int') else 'a'} {kind} field"
         )
         raise _mismatch(path, t, field, f"{what} maps to {' / '.join(allowed)}")
 
