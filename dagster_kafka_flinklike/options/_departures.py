@@ -125,6 +125,12 @@ DEPARTURES: tuple[str, ...] = (
     "oneof members, messages) read NULL when unset, as recent Flink releases read them (older "
     "ones force true for proto3). An enum number the enum lacks reads as the number into an "
     "integer column, where Java fails the record.",
+    "`protobuf-confluent` is not a format of Flink's releases (FLINK-34440 proposes it under "
+    "that name): protobuf in Confluent's wire format, with the options of `protobuf` and the "
+    "Schema Registry options of `avro-confluent`. A record is read as the table's message "
+    "without fetching its writer's schema (protobuf decodes by field number); a write "
+    "registers the message's file, and the files it imports as references, as serialized "
+    "FileDescriptorProtos.",
     "Computed columns are Flink SQL in DDL (translated to Spark SQL); declared through the Python "
     "or YAML API, `expression` is a Spark SQL expression.",
 )

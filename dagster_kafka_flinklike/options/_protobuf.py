@@ -22,7 +22,6 @@ from ..errors import KafkaOptionsError
 from ._departures import PROTO_SOURCE_REASON
 from ._types import Column, FlinkType
 
-NAME = "protobuf"
 _TYPE_NAMES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64",
                7: "fixed32", 8: "bool", 9: "string", 10: "group", 11: "message", 12: "bytes",
                13: "uint32", 14: "enum", 15: "sfixed32", 16: "sfixed64", 17: "sint32",
@@ -73,7 +72,12 @@ def read_descriptor_set(key: str, path: str) -> bytes:
     return data
 
 
-def _files(data: bytes) -> list[Any]:
+def file_protos(data: bytes) -> list[Any]:
+    """The ``FileDescriptorProto`` of each file of the FileDescriptorSet ``data``.
+
+    Raises:
+        ValueError: ``data`` is not a FileDescriptorSet (or holds no file).
+    """
     from google.protobuf import descriptor_pb2
     from google.protobuf.message import DecodeError
 
@@ -106,7 +110,7 @@ def pool(data: bytes) -> Any:
         found = _POOLS.get(digest)
     if found is not None:
         return found
-    files = {f.name: f for f in _files(data)}
+    files = {f.name: f for f in file_protos(data)}
     built = descriptor_pool.DescriptorPool()
     added: set[str] = set()
 
@@ -194,7 +198,7 @@ def find_message(data: bytes, name: str, key: str, file_key: str, path: str = ""
     """
     wanted = name.strip().lstrip(".")
     where = f"{path!r} ('{file_key}')" if path else f"'{file_key}'"
-    messages = [m for f in _files(data) for m in _messages(f)]
+    messages = [m for f in file_protos(data) for m in _messages(f)]
     for candidates in (
         [full for full, _ in messages if full == wanted],
         [full for full, java in messages if java.replace("$", ".") == wanted.replace("$", ".")],
@@ -221,9 +225,9 @@ def _last_segment(name: str) -> str:
     return name.replace("$", ".").rsplit(".", 1)[-1]
 
 
-def load_message(settings: dict[str, Any], written: Mapping[str, str], side: str) -> None:
-    """Read the descriptor file and find the message: ``settings`` gains ``descriptor-set``
-    (the file's bytes) and ``message`` (the message's full name).
+def load_message(fmt: str, settings: dict[str, Any], written: Mapping[str, str], side: str) -> None:
+    """Read the descriptor file of protobuf format ``fmt`` and find the message: ``settings``
+    gains ``descriptor-set`` (the file's bytes) and ``message`` (the message's full name).
 
     ``written`` maps each option to its key as written; ``side`` is the prefix of the keys of
     options left unwritten (``""`` or ``"key."``).
@@ -232,14 +236,14 @@ def load_message(settings: dict[str, Any], written: Mapping[str, str], side: str
         KafkaOptionsError: an option is missing, the file is unusable or names no such message.
     """
     names = ("message-class-name", "descriptor-file")
-    keys = {o: written.get(o, f"{side}{NAME}.{o}") for o in names}
+    keys = {o: written.get(o, f"{side}{fmt}.{o}") for o in names}
     for option, what in (
         ("message-class-name", "the message to read and write (e.g. 'shop.Order')"),
         ("descriptor-file", "the FileDescriptorSet that defines it (protoc --descriptor_set_out)"),
     ):
         if option not in settings:
             raise KafkaOptionsError(
-                f"Format '{NAME}' requires '{keys[option]}': {what}.", keys=(keys[option],)
+                f"Format '{fmt}' requires '{keys[option]}': {what}.", keys=(keys[option],)
             )
     data = read_descriptor_set(keys["descriptor-file"], settings["descriptor-file"])
     settings["descriptor-set"] = data
@@ -329,7 +333,11 @@ def _check_row(
 
 
 def check_columns(
-    settings: Mapping[str, Any], columns: Sequence[Column], option_key: str, prefix: str = ""
+    settings: Mapping[str, Any],
+    columns: Sequence[Column],
+    option_key: str,
+    prefix: str = "",
+    fmt: str = "protobuf",
 ) -> None:
     """Check ``columns`` against the format's message with Flink's type mapping.
 
@@ -351,7 +359,7 @@ def check_columns(
         _check_row(message, names, [c.flink_type for c in columns])
     except KafkaOptionsError as exc:
         raise KafkaOptionsError(
-            f"Format '{NAME}' ('{option_key}'): {exc}", keys=(option_key,)
+            f"Format '{fmt}' ('{option_key}'): {exc}", keys=(option_key,)
         ) from None
 
 
@@ -361,6 +369,7 @@ __all__ = [
     "check_columns",
     "descriptor_file",
     "field_type",
+    "file_protos",
     "find_message",
     "load_message",
     "message_descriptor",

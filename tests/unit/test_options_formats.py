@@ -297,9 +297,11 @@ def test_every_declared_format_option_accepts_its_default(name: str, tmp_path: P
         if option.default is not None and option.key != "quote-character":
             changes[f"{name}.{option.key}"] = option.default
     columns = ONE_COLUMN if name == "raw" else None
-    if name == "protobuf":  # its two required options, and columns of the message
-        changes["protobuf.message-class-name"] = "shop.Order"
-        changes["protobuf.descriptor-file"] = write_descriptor_set(tmp_path)
+    if name.endswith("-confluent"):  # the registry formats require the registry's URL
+        changes[f"{name}.url"] = "http://registry:8081"
+    if name.startswith("protobuf"):  # the message and its definitions, and columns of it
+        changes[f"{name}.message-class-name"] = "shop.Order"
+        changes[f"{name}.descriptor-file"] = write_descriptor_set(tmp_path)
         columns = (Column("id", "BIGINT"),)
     spec = build(changes, columns=columns) if columns else build(changes)
     assert spec.value_format.name == name
