@@ -192,3 +192,53 @@ def test_a_sink_column_the_message_cannot_hold_fails_at_declaration(desc: str) -
         "Format 'protobuf' ('value.format'): column 'id' (STRING) cannot hold protobuf field "
         "'shop.Order.id' (int64): an int64 field maps to BIGINT."
     )
+
+
+def test_protobuf_confluent_sink_registers_the_file_and_frames_every_record(
+    kafka_bootstrap, schema_registry_url, new_topic, spark, desc, Order, Reading
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    source, sink = new_topic(partitions=1), new_topic(partitions=1)
+    records = orders(Order, Reading)
+    send(kafka_bootstrap, source, [records[0], records[3]])
+    registry = {
+        "format": "protobuf-confluent",
+        "protobuf-confluent.url": schema_registry_url,
+        "protobuf-confluent.message-class-name": "shop.Order",
+        "protobuf-confluent.descriptor-file": desc,
+    }
+    value_columns = COLUMNS[1:-1]
+    source_spec = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": source, "properties.group.id": f"pc-{source}",
+         "scan.startup.mode": "earliest-offset", **formats(desc)},
+        columns=COLUMNS[:-1], role="source",
+    )  # fmt: skip
+    sink_spec = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": sink, **registry}, columns=value_columns, role="sink"
+    )
+
+    @kafka_streaming_asset(sources={"orders": source_spec}, sink=sink_spec, name="to_registry")
+    def to_registry(context, orders):
+        return orders.drop("sensor")
+
+    assert _run(to_registry, kafka_bootstrap).success
+
+    latest = SchemaRegistryClient({"url": schema_registry_url}).get_latest_version(f"{sink}-value")
+    assert latest.schema.schema_type == "PROTOBUF"
+    assert [r.name for r in latest.schema.references] == ["google/protobuf/timestamp.proto"]
+    written = consume_all(kafka_bootstrap, sink, 1)
+    frame = b"\x00" + latest.schema_id.to_bytes(4, "big") + b"\x02\x02"  # shop.Order: index [1]
+    assert [m.value()[: len(frame)] for m in written] == [frame, frame]
+    first = Order.FromString(orders(Order, Reading)[0]["value"])
+    assert [Order.FromString(m.value()[len(frame) :]) for m in written] == [
+        first,
+        Order(id=4, status=2),
+    ]
+
+    got = rows(spark, table(sink, kafka_bootstrap, registry, value_columns))
+    assert [tuple(r[c["name"]] for c in value_columns) for r in got] == [
+        (1, "Ann", "PAID", [{"sku": "a", "quantity": 2}], {"x": 3}, {"city": "Oslo"}),
+        (4, "", "SHIPPED", None, None, None),
+    ]
+    assert [r[ERROR] for r in got] == [None, None]
