@@ -1,4 +1,4 @@
-"""Message definitions of the ``protobuf`` format, loaded and checked when a table is declared.
+"""Message definitions of the protobuf formats, loaded and checked when a table is declared.
 
 Flink finds the message through a generated Java class (``protobuf.message-class-name``); here
 the definitions come from a FileDescriptorSet (``protobuf.descriptor-file``, written by
@@ -40,7 +40,12 @@ _LOCK = threading.Lock()
 
 
 def descriptor_file(key: str, text: str) -> str:
-    """Parse ``protobuf.descriptor-file``: a path, refusing ``.proto`` sources with the reason."""
+    """Parse ``protobuf.descriptor-file``: a path, refusing ``.proto`` sources with the reason.
+
+    Example:
+        >>> descriptor_file("protobuf.descriptor-file", " defs/shop.desc ")
+        'defs/shop.desc'
+    """
     path = text.strip()
     if not path:
         raise KafkaOptionsError(f"Option '{key}' must name a file.", keys=(key,))
@@ -53,6 +58,9 @@ def descriptor_file(key: str, text: str) -> str:
 
 def read_descriptor_set(key: str, path: str) -> bytes:
     """The bytes of the FileDescriptorSet at ``path``, checked to build (imports included).
+
+    Example:
+        >>> data = read_descriptor_set("protobuf.descriptor-file", "shop.desc")  # doctest: +SKIP
 
     Raises:
         KafkaOptionsError: naming ``key``, when the file is missing, not a descriptor set, or
@@ -74,6 +82,10 @@ def read_descriptor_set(key: str, path: str) -> bytes:
 
 def file_protos(data: bytes) -> list[Any]:
     """The ``FileDescriptorProto`` of each file of the FileDescriptorSet ``data``.
+
+    Example:
+        >>> [f.name for f in file_protos(data)]  # doctest: +SKIP
+        ['google/protobuf/timestamp.proto', 'shop/orders.proto']
 
     Raises:
         ValueError: ``data`` is not a FileDescriptorSet (or holds no file).
@@ -101,7 +113,8 @@ def pool(data: bytes) -> Any:
         'Order'
 
     Raises:
-        ValueError: ``data`` is not a descriptor set, or a file's import is missing from it.
+        ValueError: ``data`` is not a descriptor set, or a definition is invalid.
+        LookupError: a file's import is missing from it.
     """
     from google.protobuf import descriptor_pool
 
@@ -136,7 +149,12 @@ def pool(data: bytes) -> Any:
 
 
 def message_descriptor(data: bytes, full_name: str) -> Any:
-    """The ``Descriptor`` of message ``full_name`` in the FileDescriptorSet ``data``."""
+    """The ``Descriptor`` of message ``full_name`` in the FileDescriptorSet ``data``.
+
+    Example:
+        >>> message_descriptor(data, "shop.Order").fields[0].name  # doctest: +SKIP
+        'id'
+    """
     return pool(data).FindMessageTypeByName(full_name)
 
 
@@ -232,6 +250,11 @@ def load_message(fmt: str, settings: dict[str, Any], written: Mapping[str, str],
     ``written`` maps each option to its key as written; ``side`` is the prefix of the keys of
     options left unwritten (``""`` or ``"key."``).
 
+    Example:
+        >>> load_message("protobuf", settings, {}, "")  # doctest: +SKIP
+        >>> settings["message"]  # doctest: +SKIP
+        'shop.Order'
+
     Raises:
         KafkaOptionsError: an option is missing, the file is unusable or names no such message.
     """
@@ -258,7 +281,13 @@ def load_message(fmt: str, settings: dict[str, Any], written: Mapping[str, str],
 
 def field_type(field: Any) -> str:
     """A protobuf field's type as its ``.proto`` writes it: ``uint32``, ``repeated string``,
-    ``map<string, int64>``, ``shop.Item`` (a message), ``enum shop.Status``."""
+    ``map<string, int64>``, ``shop.Item`` (a message), ``enum shop.Status``.
+
+    Example:
+        >>> tags = message_descriptor(data, "shop.Order").fields_by_name["tags"]  # doctest: +SKIP
+        >>> field_type(tags)  # doctest: +SKIP
+        'repeated string'
+    """
     if _is_map(field):
         key, value = (field.message_type.fields_by_name[n] for n in ("key", "value"))
         return f"map<{field_type(key)}, {field_type(value)}>"
