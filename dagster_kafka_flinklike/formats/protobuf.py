@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, FormatSpec
-from ..options._protobuf import check_columns, message_descriptor
+from ..options._protobuf import SCALAR_TYPES, check_columns, is_map_field, message_descriptor
 from ._python import ERROR, ROW, decode_udf, encode_udf, row_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ NAME = "protobuf"
 Read = Callable[[Any], Any]
 Write = Callable[[Any], Any]
 _UNSIGNED = {4: 64, 6: 64, 7: 32, 13: 32}  # uint64, fixed64, fixed32, uint32 → bits
-_TEXT = ("CHAR", "VARCHAR", "STRING")
+_TEXT = SCALAR_TYPES["string"]
 _DEFAULTS = {1: 0.0, 2: 0.0, 8: False, 12: b""}  # double, float, bool, bytes; integers: 0
 
 
@@ -45,11 +45,6 @@ def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
     from . import format_settings
 
     return format_settings(NAME, options)
-
-
-def _is_map(field: Any) -> bool:
-    message = field.message_type
-    return bool(field.is_repeated and message is not None and message.GetOptions().map_entry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,7 +71,7 @@ def _element_reader(field: Any, t: FlinkType, defaults: bool) -> Read | None:
 
 def _field_reader(field: Any, t: FlinkType, defaults: bool) -> Read | None:
     """How the field's Python value reads into ``t`` (None: as it is)."""
-    if _is_map(field):
+    if is_map_field(field):
         entry = field.message_type.fields_by_name
         key = _scalar_reader(entry["key"], t.children[0]) or (lambda k: k)
         value = _element_reader(entry["value"], t.children[1], defaults) or (lambda x: x)
@@ -152,7 +147,7 @@ def _default(field: Any, literal: str) -> Any:
 def _setter(field: Any, t: FlinkType, literal: str) -> Callable[[Any, Any], None]:
     """A function setting field ``field`` of a message to a non-null value of ``t``."""
     name = field.name
-    if _is_map(field):
+    if is_map_field(field):
         entry = field.message_type.fields_by_name
         key_field, value_field = entry["key"], entry["value"]
         key = _scalar_writer(key_field, t.children[0]) or (lambda k: k)

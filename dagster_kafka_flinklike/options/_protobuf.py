@@ -288,7 +288,7 @@ def field_type(field: Any) -> str:
         >>> field_type(tags)  # doctest: +SKIP
         'repeated string'
     """
-    if _is_map(field):
+    if is_map_field(field):
         key, value = (field.message_type.fields_by_name[n] for n in ("key", "value"))
         return f"map<{field_type(key)}, {field_type(value)}>"
     kind = _TYPE_NAMES.get(field.type, str(field.type))
@@ -299,7 +299,8 @@ def field_type(field: Any) -> str:
     return f"repeated {kind}" if field.is_repeated else kind
 
 
-def _is_map(field: Any) -> bool:
+def is_map_field(field: Any) -> bool:
+    """Whether protobuf field ``field`` is a ``map<..>`` (a repeated map-entry message)."""
     message = field.message_type
     return bool(field.is_repeated and message is not None and message.GetOptions().map_entry)
 
@@ -324,7 +325,7 @@ def _check_scalar(field: Any, t: FlinkType, path: str) -> None:
 
 
 def _check_field(field: Any, t: FlinkType, path: str) -> None:
-    if _is_map(field):
+    if is_map_field(field):
         if t.name != "MAP":
             raise _mismatch(path, t, field, "a map field maps to MAP")
         entry = field.message_type.fields_by_name
@@ -400,6 +401,7 @@ __all__ = [
     "field_type",
     "file_protos",
     "find_message",
+    "is_map_field",
     "load_message",
     "message_descriptor",
     "pool",
