@@ -20,11 +20,11 @@ A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``m
 ``decode_changelog_stages`` instead of the two decoders (see :mod:`._changelog`) and
 ``encode(fields, options, kind)`` writes each row as its row kind says.
 
-A format whose module sets ``NEEDS_HEADERS = True`` (``avro-confluent``: schema ids in headers)
-also gets the records' headers: ``decode_stages(..., headers=column)``.
+A format whose module sets ``NEEDS_HEADERS = True`` (``avro-confluent``, ``protobuf-confluent``:
+schema ids in headers) also gets the records' headers: ``decode_stages(..., headers=column)``.
 
-Binary formats (``avro``, ``avro-confluent``) decode and encode in the executors' Python workers
-(see :mod:`._python`).
+Binary formats (``avro``, ``avro-confluent``, ``protobuf``, ``protobuf-confluent``) decode and
+encode in the executors' Python workers (see :mod:`._python`).
 
 ``options`` is either the table's :class:`FormatSpec` or the format's options as written
 (``{"ignore-parse-errors": "true"}``), defaults applied either way.
@@ -38,12 +38,25 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from ..options import FormatSpec
-from . import avro, avro_confluent, canal, csv, debezium, json, maxwell, ogg, raw
+from . import (
+    avro,
+    avro_confluent,
+    canal,
+    csv,
+    debezium,
+    json,
+    maxwell,
+    ogg,
+    protobuf,
+    protobuf_confluent,
+    raw,
+)
 
 _FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "avro": avro,
-                                   "avro-confluent": avro_confluent, "debezium-json": debezium,
-                                   "canal-json": canal, "maxwell-json": maxwell,
-                                   "ogg-json": ogg}  # fmt: skip
+                                   "avro-confluent": avro_confluent, "protobuf": protobuf,
+                                   "protobuf-confluent": protobuf_confluent,
+                                   "debezium-json": debezium, "canal-json": canal,
+                                   "maxwell-json": maxwell, "ogg-json": ogg}  # fmt: skip
 
 
 def format_module(name: str) -> ModuleType:

@@ -47,6 +47,26 @@ def header_name(side: str) -> str:
     return f"__{side}_schema_id"
 
 
+def schema_framing(
+    data: bytes, headers: Sequence[Mapping[str, Any]] | None, side: str
+) -> tuple[int | str, bytes | None, int]:
+    """(schema id or GUID text, the header value carrying it — None when the record does —,
+    offset just after the id in the bytes that carry it).
+
+    Protobuf serializers write the message indexes right after the id, wherever it is.
+
+    Raises:
+        FramingError: the record has no magic byte Confluent writes, or is too short.
+    """
+    for header in reversed(headers or ()):
+        if header.get("key") == header_name(side) and header.get("value"):
+            value = bytes(header["value"])
+            schema, end = _parse_id(value, "header " + header_name(side))
+            return schema, value, end
+    schema, end = _parse_id(data, "record")
+    return schema, None, end
+
+
 def writer_id(
     data: bytes, headers: Sequence[Mapping[str, Any]] | None, side: str
 ) -> tuple[int | str, int]:
@@ -55,11 +75,8 @@ def writer_id(
     Raises:
         FramingError: the record has no magic byte Confluent writes, or is too short.
     """
-    for header in reversed(headers or ()):
-        if header.get("key") == header_name(side) and header.get("value"):
-            schema, _ = _parse_id(bytes(header["value"]), "header " + header_name(side))
-            return schema, 0
-    return _parse_id(data, "record")
+    schema, header, end = schema_framing(data, headers, side)
+    return schema, 0 if header is not None else end
 
 
 def _parse_id(data: bytes, where: str) -> tuple[int | str, int]:
@@ -76,6 +93,25 @@ def _parse_id(data: bytes, where: str) -> tuple[int | str, int]:
         f"unknown magic byte {magic} in {where}: not written by a Confluent Schema Registry "
         "serializer"
     )
+
+
+def required_subject(fmt: str, settings: Mapping[str, Any]) -> str:
+    """The subject a registry format's writes register their schema under.
+
+    Raises:
+        KafkaOptionsError: no subject is known (a table of several topics needs
+            ``<fmt>.subject``).
+    """
+    from ..errors import KafkaOptionsError
+
+    subject = settings.get("subject")
+    if not subject:
+        raise KafkaOptionsError(
+            f"Format '{fmt}' writes need a subject to register the schema under: set "
+            f"'{fmt}.subject' (the default '<topic>-value' needs a table of one topic).",
+            keys=(f"{fmt}.subject",),
+        )
+    return str(subject)
 
 
 def fetch_schema(registry: Any, schema: int | str) -> Any:
@@ -101,5 +137,7 @@ __all__ = [
     "fetch_schema",
     "frame",
     "header_name",
+    "required_subject",
+    "schema_framing",
     "writer_id",
 ]

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KafkaOptionsError
 from ..options import Column, FormatSpec, avro_schema
 from . import _registry, _spark_avro
 from ._python import ERROR, ROW, decode_udf, encode_udf
@@ -233,13 +232,7 @@ def encode(
             ``avro-confluent.subject``).
     """
     settings = _settings(options)
-    subject = settings.get("subject")
-    if not subject:
-        raise KafkaOptionsError(
-            "Format 'avro-confluent' writes need a subject to register the schema under: set "
-            "'avro-confluent.subject' (the default '<topic>-value' needs a table of one topic).",
-            keys=("avro-confluent.subject",),
-        )
+    subject = _registry.required_subject(NAME, settings)
     conf = dict(settings["registry"])
     schema = reader_schema([c for _, c in fields], settings)
 

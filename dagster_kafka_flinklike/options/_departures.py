@@ -22,6 +22,13 @@ INCREMENTING_REASON = (
     "sink does"
 )
 
+#: Why ``protobuf.descriptor-file`` refuses a ``.proto`` source file.
+PROTO_SOURCE_REASON = (
+    "a .proto source file needs the protobuf compiler, which the Python protobuf package does "
+    "not include; compile it once into a descriptor set with `protoc --include_imports "
+    "--descriptor_set_out=<file>.desc <file>.proto` and name that file"
+)
+
 #: Every departure, one Markdown bullet each, in the order the reference page lists them.
 DEPARTURES: tuple[str, ...] = (
     "`properties.bootstrap.servers` may be omitted: a Dagster `KafkaResource` supplies it at run "
@@ -108,6 +115,22 @@ DEPARTURES: tuple[str, ...] = (
     "asset's `allowed_lateness` plays the watermark delay) or recomputed from fixed startup "
     "positions into an `upsert-kafka` sink; anything else is refused where Flink would keep "
     "state across an unbounded stream.",
+    "`protobuf`: the message is defined by a FileDescriptorSet (`protobuf.descriptor-file`, "
+    "this project's addition, read when the table is declared) instead of a generated Java "
+    "class; `protobuf.message-class-name` takes the message's full name, the Java class protoc "
+    "generates for it, or a name whose last segment is the simple name of exactly one message "
+    f"of the file. A `.proto` file is refused: {PROTO_SOURCE_REASON}. Columns are checked "
+    "against the message (Flink's type mapping) when the table is declared. With "
+    "`protobuf.read-default-values` = false, proto3 fields that track presence (`optional`, "
+    "oneof members, messages) read NULL when unset, as recent Flink releases read them (older "
+    "ones force true for proto3). An enum number the enum lacks reads as the number into an "
+    "integer column, where Java fails the record.",
+    "`protobuf-confluent` is not a format of Flink's releases (FLINK-34440 proposes it under "
+    "that name): protobuf in Confluent's wire format, with the options of `protobuf` and the "
+    "Schema Registry options of `avro-confluent`. A record is read as the table's message "
+    "without fetching its writer's schema (protobuf decodes by field number); a write "
+    "registers the message's file, and the files it imports as references, as serialized "
+    "FileDescriptorProtos.",
     "Computed columns are Flink SQL in DDL (translated to Spark SQL); declared through the Python "
     "or YAML API, `expression` is a Spark SQL expression.",
     "Avro formats: records are decoded and encoded with fastavro in Spark's Python workers, and "

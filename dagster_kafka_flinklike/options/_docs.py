@@ -73,11 +73,12 @@ def _connector_options() -> list[str]:
 
 
 def _formats() -> list[str]:
+    others = ", ".join(f"`{f}`" for f in FORMATS if f not in SUPPORTED_FORMATS)
     lines = [
         "## Formats",
         "",
-        f"Supported formats: {', '.join(f'`{f}`' for f in SUPPORTED_FORMATS)}. Other Flink formats "
-        f"({', '.join(f'`{f}`' for f in FORMATS if f not in SUPPORTED_FORMATS)}) are rejected.",
+        f"Supported formats: {', '.join(f'`{f}`' for f in SUPPORTED_FORMATS)}."
+        + (f" Other Flink formats ({others}) are rejected." if others else ""),
         "A format's options are prefixed with the format name: `json.x` or `value.json.x` for the "
         "value format, `key.json.x` for the key format. A format option of another format, or an "
         "unknown one, is an error.",

@@ -14,13 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaOptionsError
+from ._protobuf import descriptor_file, load_message
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
 from ._types import FlinkType, parse_flink_type
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
-           "maxwell-json", "protobuf", "ogg-json")  # fmt: skip
-SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
-                     "canal-json", "maxwell-json", "ogg-json")  # fmt: skip
+           "maxwell-json", "protobuf", "protobuf-confluent", "ogg-json")  # fmt: skip
+SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "protobuf",
+                     "protobuf-confluent", "debezium-json", "canal-json", "maxwell-json",
+                     "ogg-json")  # fmt: skip
+#: Formats that keep schemas in a Confluent Schema Registry (``<format>.url``, ...).
+REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent")
+#: Formats whose records are protobuf messages (``<format>.message-class-name``, ...).
+PROTOBUF_FORMATS = ("protobuf", "protobuf-confluent")
 #: Formats whose records are changelogs: each record becomes rows with a Flink row kind
 #: (``+I``, ``-U``, ``+U``, ``-D``). Value format only, as in Flink.
 CHANGELOG_FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
@@ -234,6 +240,64 @@ _AVRO_TIMESTAMP_MAPPING = _fo(
     "with false, TIMESTAMP is local-timestamp-millis/micros.", parse_bool,
 )  # fmt: skip
 
+
+def _registry_head() -> tuple[ConfigOption, ...]:
+    """The Schema Registry's address and subject (options of both registry formats)."""
+    return (
+        _fo("url", "String", None,
+            "URL of the Confluent Schema Registry (required).", parse_string),
+        _fo("subject", "String", None,
+            "Subject the written schema is registered under; by default '<topic>-value' or "
+            "'<topic>-key' for a table of one topic.", parse_string),
+    )  # fmt: skip
+
+
+def _registry_tail(fmt: str) -> tuple[ConfigOption, ...]:
+    """The Schema Registry client's credentials, TLS and settings."""
+    return (
+        _fo("basic-auth.credentials-source", "String", None,
+            "Where basic-auth credentials come from: USER_INFO (basic-auth.user-info) or URL "
+            "(user:password@ in the URL); SASL_INHERIT is refused (see Departures).",
+            parse_choice("USER_INFO", "URL", "SASL_INHERIT")),
+        _fo("basic-auth.user-info", "String", None,
+            "Basic-auth credentials 'user:password' (secret).", parse_string),
+        _fo("bearer-auth.credentials-source", "String", None,
+            "Where the bearer token comes from: STATIC_TOKEN or OAUTHBEARER.",
+            parse_choice("STATIC_TOKEN", "OAUTHBEARER")),
+        _fo("bearer-auth.token", "String", None, "Bearer token (secret).", parse_string),
+        _fo("ssl.truststore.location", "String", None,
+            "CA certificates (PEM file) the registry's certificate is checked against.",
+            _pem_file),
+        _fo("properties", "Map", None,
+            f"More Schema Registry client settings, '{fmt}.properties.<key>' (the "
+            "Python client's keys, e.g. timeout, ssl.certificate.location).", parse_string),
+    )  # fmt: skip
+
+
+#: The options of ``protobuf``, which ``protobuf-confluent`` shares.
+_PROTOBUF_OPTIONS = (
+    _fo("message-class-name", "String", None,
+        "The message each record holds (required): its full name in the descriptor file "
+        "('shop.Order'), its generated Java class ('com.shop.OrderProtos$Order'), or a name "
+        "whose last segment is the simple name of exactly one message of the file.",
+        parse_string),
+    _fo("descriptor-file", "String", None,
+        "FileDescriptorSet defining the message (required): the output of `protoc "
+        "--include_imports --descriptor_set_out=<file>.desc <file>.proto`, read when the "
+        "table is declared.", descriptor_file),
+    _fo("ignore-parse-errors", "Boolean", "false",
+        "Skip records that fail to parse (collected as dirty data) instead of failing.",
+        parse_bool),
+    _fo("read-default-values", "Boolean", "false",
+        "Read unset fields as their default values. With false, an unset field that tracks "
+        "presence (proto2 fields, proto3 'optional', oneof members, messages) and an empty "
+        "repeated or map field read as NULL; proto3 scalars without presence always read "
+        "their value.", parse_bool),
+    _fo("write-null-string-literal", "String", "",
+        "The string written for a null element of an ARRAY or MAP of strings (protobuf has "
+        "no null); other null elements become their type's default value.", parse_string),
+)  # fmt: skip
+
 #: Deprecated spellings of format options, as Flink still accepts them.
 FORMAT_ALIASES: dict[str, dict[str, str]] = {
     "avro-confluent": {"schema-registry.url": "url", "schema-registry.subject": "subject"},
@@ -316,47 +380,38 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         _AVRO_TIMESTAMP_MAPPING,
     ),
     "avro-confluent": (
-        _fo("url", "String", None,
-            "URL of the Confluent Schema Registry (required).", parse_string),
-        _fo("subject", "String", None,
-            "Subject the written schema is registered under; by default '<topic>-value' or "
-            "'<topic>-key' for a table of one topic.", parse_string),
+        *_registry_head(),
         _fo("schema", "String", None,
             "Avro schema (JSON) to read into and to register on write, instead of the one "
             "derived from the columns.", _avro_schema_text),
-        _fo("basic-auth.credentials-source", "String", None,
-            "Where basic-auth credentials come from: USER_INFO (basic-auth.user-info) or URL "
-            "(user:password@ in the URL); SASL_INHERIT is refused (see Departures).",
-            parse_choice("USER_INFO", "URL", "SASL_INHERIT")),
-        _fo("basic-auth.user-info", "String", None,
-            "Basic-auth credentials 'user:password' (secret).", parse_string),
-        _fo("bearer-auth.credentials-source", "String", None,
-            "Where the bearer token comes from: STATIC_TOKEN or OAUTHBEARER.",
-            parse_choice("STATIC_TOKEN", "OAUTHBEARER")),
-        _fo("bearer-auth.token", "String", None, "Bearer token (secret).", parse_string),
-        _fo("ssl.truststore.location", "String", None,
-            "CA certificates (PEM file) the registry's certificate is checked against.",
-            _pem_file),
-        _fo("properties", "Map", None,
-            "More Schema Registry client settings, 'avro-confluent.properties.<key>' (the "
-            "Python client's keys, e.g. timeout, ssl.certificate.location).", parse_string),
+        *_registry_tail("avro-confluent"),
         _AVRO_TIMESTAMP_MAPPING,
+    ),
+    "protobuf": _PROTOBUF_OPTIONS,
+    "protobuf-confluent": (
+        *_registry_head(),
+        *_PROTOBUF_OPTIONS,
+        *_registry_tail("protobuf-confluent"),
     ),
 }  # fmt: skip
 
 #: Options whose keys continue with a name (``<format>.properties.<key>``): a map.
 MAP_OPTIONS = ("properties",)
 
-_KEYSTORE = (
-    "the Python Schema Registry client reads PEM files, not Java keystores; give the client "
-    "certificate and key as 'avro-confluent.properties.ssl.certificate.location' and "
-    "'avro-confluent.properties.ssl.key.location' (PEM)"
-)
-_REGISTRY_UNSUPPORTED = {
-    "ssl.keystore.location": _KEYSTORE,
-    "ssl.keystore.password": _KEYSTORE,
-    "ssl.truststore.password": "PEM truststores have no password",
-}
+
+def _registry_unsupported(fmt: str) -> dict[str, str]:
+    """Java-only Schema Registry client settings, refused with the way to give them."""
+    keystore = (
+        "the Python Schema Registry client reads PEM files, not Java keystores; give the client "
+        f"certificate and key as '{fmt}.properties.ssl.certificate.location' and "
+        f"'{fmt}.properties.ssl.key.location' (PEM)"
+    )
+    return {
+        "ssl.keystore.location": keystore,
+        "ssl.keystore.password": keystore,
+        "ssl.truststore.password": "PEM truststores have no password",
+    }
+
 
 _INFERENCE = (
     "it configures schema inference of a data-ingestion changelog source; declare the table's "
@@ -385,7 +440,8 @@ UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
         "codec": "it compresses Avro container files (the filesystem connector); a Kafka record "
         "holds one Avro datum, which has no codec",
     },
-    "avro-confluent": _REGISTRY_UNSUPPORTED,
+    "avro-confluent": _registry_unsupported("avro-confluent"),
+    "protobuf-confluent": _registry_unsupported("protobuf-confluent"),
 }
 
 
@@ -446,14 +502,14 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
     for head, entries in maps.items():
         settings[head] = entries
         raw.update({f"{head}.{k}": v for k, v in entries.items()})
-    _check_rules(name, settings, raw, written)
+    _check_rules(name, settings, raw, written, side if side == "key." else "")
     return FormatSpec(name=name, options=raw, settings=settings)
 
 
 def with_default_subject(fmt: FormatSpec, topics: Sequence[str], side: str) -> FormatSpec:
     """A registry format of a one-topic table registers under ``<topic>-<side>`` by default,
     as Flink's Kafka table factory completes ``<format>.subject``."""
-    if fmt.name != "avro-confluent" or "subject" in fmt.settings:
+    if fmt.name not in REGISTRY_FORMATS or "subject" in fmt.settings:
         return fmt
     from ._registry import default_subject
 
@@ -479,18 +535,24 @@ def _unknown_format_option(
 
 
 def _check_rules(
-    name: str, settings: dict[str, Any], raw: Mapping[str, str], written: Mapping[str, str]
+    name: str,
+    settings: dict[str, Any],
+    raw: Mapping[str, str],
+    written: Mapping[str, str],
+    side: str,
 ) -> None:
-    if name == "avro-confluent" and "url" not in settings:
+    if name in REGISTRY_FORMATS and "url" not in settings:
         raise KafkaOptionsError(
-            "Format 'avro-confluent' needs the Schema Registry's URL: set "
-            "'avro-confluent.url' (or 'value.avro-confluent.url' / 'key.avro-confluent.url').",
-            keys=("avro-confluent.url",),
+            f"Format '{name}' needs the Schema Registry's URL: set '{name}.url' (or "
+            f"'value.{name}.url' / 'key.{name}.url').",
+            keys=(f"{name}.url",),
         )
-    if name == "avro-confluent":
+    if name in REGISTRY_FORMATS:
         from ._registry import client_config
 
         settings["registry"] = client_config(name, settings)
+    if name in PROTOBUF_FORMATS:
+        load_message(name, settings, written, side)
     if name == "json" and settings["fail-on-missing-field"] and settings["ignore-parse-errors"]:
         keys = (written["fail-on-missing-field"], written["ignore-parse-errors"])
         raise KafkaOptionsError(

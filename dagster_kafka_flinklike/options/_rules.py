@@ -13,9 +13,10 @@ from typing import Any
 from ..errors import KafkaOptionsError, KafkaOptionsWarning
 from ._avro import avro_schema
 from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
-from ._formats import FormatSpec
+from ._formats import PROTOBUF_FORMATS, FormatSpec
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
+from ._protobuf import check_columns as check_protobuf_columns
 from ._table import (
     KAFKA,
     OPTIONS,
@@ -381,6 +382,14 @@ def avro_columns(fmt: FormatSpec, columns: Sequence[Column], option_key: str) ->
         avro_schema(columns, legacy=fmt.settings["timestamp_mapping.legacy"], fmt=fmt.name)
     except KafkaOptionsError as exc:
         raise KafkaOptionsError(f"{exc} ('{option_key}')", keys=(option_key,)) from None
+
+
+def protobuf_columns(
+    fmt: FormatSpec, columns: Sequence[Column], option_key: str, prefix: str
+) -> None:
+    """A protobuf format's columns are fields of its message, of types that hold them."""
+    if fmt.name in PROTOBUF_FORMATS:
+        check_protobuf_columns(fmt.settings, columns, option_key, prefix, fmt.name)
 
 
 def raw_single_field(fmt: str, columns: Sequence[str], option_key: str) -> None:

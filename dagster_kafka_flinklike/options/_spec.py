@@ -311,13 +311,15 @@ class KafkaTableSpec:
             by_name = {c.name: c for c in cols}
             rules.csv_column_types(value_format.name, [by_name[n] for n in value_cols], value_key)
             rules.avro_columns(value_format, [by_name[n] for n in value_cols], value_key)
+            rules.protobuf_columns(
+                value_format, [by_name[n] for n in value_cols], value_key, value_prefix
+            )
             if key_format is not None:
                 key_cols = [by_name[n] for n in key_fields if n in by_name]
                 rules.avro_columns(key_format, key_cols, "key.format")
                 rules.raw_single_field(key_format.name, list(key_fields), "key.format")
-                rules.csv_column_types(
-                    key_format.name, [by_name[n] for n in key_fields if n in by_name], "key.format"
-                )
+                rules.csv_column_types(key_format.name, key_cols, "key.format")
+                rules.protobuf_columns(key_format, key_cols, "key.format", key_prefix)
 
         rules.schema_inference(opts, value_format.name, cols, parsed["scan.max.pre.fetch.records"])
         interval = _discovery_interval(opts, parsed["scan.topic-partition-discovery.interval"])

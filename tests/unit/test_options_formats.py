@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dagster_kafka_flinklike.options import FORMAT_OPTIONS, Column, FormatSpec
+from tests.protobuf_defs import write_descriptor_set
 
 from .test_options_support import DROP, build, expect_error
 
@@ -289,7 +291,7 @@ def test_key_format_options_are_separate_from_the_value_ones() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FORMAT_OPTIONS))
-def test_every_declared_format_option_accepts_its_default(name: str) -> None:
+def test_every_declared_format_option_accepts_its_default(name: str, tmp_path: Path) -> None:
     changes: dict[str, Any] = {"format": name}
     for option in FORMAT_OPTIONS[name]:
         if option.default is not None and option.key != "quote-character":
@@ -297,6 +299,12 @@ def test_every_declared_format_option_accepts_its_default(name: str) -> None:
     if name == "avro-confluent":  # the one required format option
         changes["avro-confluent.url"] = "http://registry:8081"
     columns = ONE_COLUMN if name == "raw" else None
+    if name.endswith("-confluent"):  # the registry formats require the registry's URL
+        changes[f"{name}.url"] = "http://registry:8081"
+    if name.startswith("protobuf"):  # the message and its definitions, and columns of it
+        changes[f"{name}.message-class-name"] = "shop.Order"
+        changes[f"{name}.descriptor-file"] = write_descriptor_set(tmp_path)
+        columns = (Column("id", "BIGINT"),)
     spec = build(changes, columns=columns) if columns else build(changes)
     assert spec.value_format.name == name
 

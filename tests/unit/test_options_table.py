@@ -215,9 +215,18 @@ def test_valid_changes(changes: dict[str, Any], field: str, expected: Any) -> No
         ),
         ({"format": DROP}, ("format", "value.format"), "One of 'format' or 'value.format'"),
         ({"format": "avro-confluent"}, ("avro-confluent.url",), "needs the Schema Registry's URL"),
-        ({"format": "protobuf"}, ("format",), "Supported formats are 'json', 'csv', 'raw'"),
+        (
+            {"format": "protobuf"},
+            ("protobuf.message-class-name",),
+            "Format 'protobuf' requires 'protobuf.message-class-name': the message to read and "
+            "write (e.g. 'shop.Order').",
+        ),
         ({"format": "xml"}, ("format",), "Unsupported value for option 'format': 'xml'"),
-        ({"format": DROP, "value.format": "protobuf"}, ("value.format",), "not support"),
+        (
+            {"format": DROP, "value.format": "protobuf", "value.protobuf.message-class-name": "X"},
+            ("protobuf.descriptor-file",),
+            "Format 'protobuf' requires 'protobuf.descriptor-file'",
+        ),
         (
             {"key.format": "debezium-json", "key.fields": "id"},
             ("key.format",),

@@ -1,0 +1,247 @@
+"""The ``protobuf-confluent`` format: protobuf in Confluent's wire format, with a Schema Registry.
+
+Flink has no such format yet (FLINK-34440 proposes it under this name); it reads what
+Confluent's ``KafkaProtobufSerializer`` writes and writes what its deserializer reads. The
+message, its columns and its conversions are those of the ``protobuf`` format (see
+:mod:`.protobuf`): ``protobuf-confluent.message-class-name`` and ``.descriptor-file``.
+
+Reading: each record carries magic byte ``0`` and a schema id (or ``1`` and a GUID; or either in
+a ``__value_schema_id`` / ``__key_schema_id`` header), then the message indexes naming the
+message within its ``.proto`` file, then the message. Protobuf decodes by field number, so the
+record is read as the table's message without fetching the writer's schema (any writer
+compatible with it reads correctly). A record without that framing is dirty, with the reason.
+
+Writing: the message's file is registered (as a serialized ``FileDescriptorProto``, schema type
+``PROTOBUF``) under ``protobuf-confluent.subject`` (by default ``<topic>-value`` /
+``<topic>-key``), each file it imports under its own name as a reference, and every record is
+framed with the returned id and the message's indexes.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FormatSpec
+from ..options._protobuf import check_columns, file_protos, message_descriptor
+from . import _registry
+from ._python import ERROR, ROW, decode_udf, encode_udf
+from .protobuf import record_reader, record_writer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
+
+NAME = "protobuf-confluent"
+#: The format reads the records' headers (schema ids in headers).
+NEEDS_HEADERS = True
+
+
+def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
+    from . import format_settings
+
+    return format_settings(NAME, options)
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    """A zigzag varint at ``offset``: (value, offset after it)."""
+    value, shift = 0, 0
+    while True:
+        if offset >= len(data):
+            raise _registry.FramingError("the record ends inside its message indexes")
+        byte = data[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), offset
+        if shift > 63:
+            raise _registry.FramingError("a message index is not a varint")
+
+
+def read_indexes(data: bytes, offset: int) -> tuple[list[int], int]:
+    """The message indexes at ``offset`` (Confluent's framing) and the offset after them.
+
+    Example:
+        >>> read_indexes(b"\\x04\\x02\\x00rest", 0)
+        ([1, 0], 3)
+
+    Raises:
+        FramingError: the indexes are truncated or malformed.
+    """
+    count, offset = _varint(data, offset)
+    if count == 0:
+        return [0], offset
+    if not 0 < count <= 1000:
+        raise _registry.FramingError(f"invalid message index count {count}")
+    indexes = []
+    for _ in range(count):
+        index, offset = _varint(data, offset)
+        indexes.append(index)
+    return indexes, offset
+
+
+def _zigzag(value: int) -> bytes:
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def indexes_bytes(indexes: Sequence[int]) -> bytes:
+    """Message indexes in Confluent's framing (``[0]``, the first message, is one zero byte).
+
+    Example:
+        >>> indexes_bytes([0]), indexes_bytes([1, 0])
+        (b'\\x00', b'\\x04\\x02\\x00')
+    """
+    if list(indexes) == [0]:
+        return b"\x00"
+    return _zigzag(len(indexes)) + b"".join(_zigzag(i) for i in indexes)
+
+
+def message_indexes(descriptor: Any) -> list[int]:
+    """The path of a message within its file: its index among the file's messages, then among
+    each enclosing message's nested messages (Confluent's message indexes).
+
+    Example:
+        >>> message_indexes(pool.FindMessageTypeByName("shop.Order.Address"))  # doctest: +SKIP
+        [1, 0]
+    """
+    path = []
+    while descriptor.containing_type is not None:
+        parent = descriptor.containing_type
+        path.append([m.full_name for m in parent.nested_types].index(descriptor.full_name))
+        descriptor = parent
+    top = [m.full_name for m in descriptor.file.message_types_by_name.values()]
+    path.append(top.index(descriptor.full_name))
+    return path[::-1]
+
+
+def register(client: Any, subject: str, data: bytes, file_name: str) -> int:
+    """Register file ``file_name`` of the descriptor set ``data`` under ``subject``, each file it
+    imports first under its own name (its reference); the schema id.
+
+    Example:
+        >>> register(client, "orders-value", data, "shop/orders.proto")  # doctest: +SKIP
+        4
+    """
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+
+    files = {f.name: f for f in file_protos(data)}
+
+    def schema(name: str) -> Any:
+        references = []
+        for dependency in files[name].dependency:
+            imported = schema(dependency)
+            client.register_schema(dependency, imported)
+            version = client.lookup_schema(dependency, imported).version
+            references.append(SchemaReference(dependency, dependency, version))
+        text = base64.b64encode(files[name].SerializeToString()).decode("ascii")
+        return Schema(text, "PROTOBUF", references)
+
+    return int(client.register_schema(subject, schema(file_name)))
+
+
+def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+    """Records without a value yield no row."""
+    return raw.isNull()
+
+
+def decode_stages(
+    raw: SparkColumn,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    prefix: str,
+    headers: SparkColumn | None = None,
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """Decode once per record into a staged column, then read the row and error from it.
+
+    ``headers`` (the records' headers) let a record carry its schema id in a header.
+
+    Raises:
+        KafkaOptionsError: a column is no field of the message, or cannot hold it.
+    """
+    from pyspark.sql import functions as F
+
+    settings = _settings(options)
+    check_columns(settings, columns, "format", fmt=NAME)
+    conf = dict(settings)
+    side = "key" if prefix.endswith("key_") else "value"
+
+    def make_decoder() -> Callable[[bytes, Any], Any]:
+        read = record_reader(columns, conf)
+
+        def decode(data: bytes, record_headers: Any) -> Any:
+            _, header, end = _registry.schema_framing(data, record_headers, side)
+            _, end = read_indexes(header if header is not None else data, end)
+            return read(data if header is not None else data[end:])
+
+        return decode
+
+    staged = f"{prefix}protobuf"
+    col = F.col(staged)
+    if headers is not None:
+        stage = decode_udf(make_decoder, columns, with_headers=True)(raw, headers)
+    else:
+        stage = decode_udf(make_decoder, columns)(raw)
+    tolerated = F.lit(bool(settings["ignore-parse-errors"]))
+    return [{staged: stage}], (col[ROW], col[ERROR], tolerated)
+
+
+def decode(
+    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    """(row struct, error, tolerated) of each record (one expression; prefer the stages).
+
+    Example:
+        >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
+    """
+    stages, (_, _, tolerated) = decode_stages(raw, columns, options, "")
+    ((_, decoded),) = stages[0].items()
+    return decoded[ROW], decoded[ERROR], tolerated
+
+
+def encode(
+    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
+) -> SparkColumn:
+    """Each row as a Confluent-framed message, its file registered under the table's subject.
+
+    Example:
+        >>> fields = [(F.col("id"), Column("id", "BIGINT"))]  # doctest: +SKIP
+        >>> value = encode(fields, spec.value_format)  # doctest: +SKIP
+
+    Raises:
+        KafkaOptionsError: a column cannot be written as the message's field, or no subject is
+            known (a table of several topics needs ``protobuf-confluent.subject``).
+    """
+    settings = _settings(options)
+    columns = [c for _, c in fields]
+    check_columns(settings, columns, "format", fmt=NAME)
+    subject = _registry.required_subject(NAME, settings)
+    conf = dict(settings)
+
+    def make_encoder() -> Callable[[dict[str, Any]], bytes]:
+        descriptor = message_descriptor(conf["descriptor-set"], conf["message"])
+        client = _registry.client(conf["registry"])
+        schema_id = register(client, subject, conf["descriptor-set"], descriptor.file.name)
+        framing = indexes_bytes(message_indexes(descriptor))
+        write = record_writer(columns, conf)
+        return lambda row: _registry.frame(schema_id, framing + write(row))
+
+    return encode_udf(make_encoder, fields)
+
+
+__all__ = [
+    "decode",
+    "decode_stages",
+    "encode",
+    "indexes_bytes",
+    "message_indexes",
+    "read_indexes",
+    "register",
+    "skipped",
+]
