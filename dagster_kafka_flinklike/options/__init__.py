@@ -33,7 +33,15 @@ from ._table import (
     ValueFieldsInclude,
     parse_duration_ms,
 )
-from ._types import Column, FlinkType, FlinkTypeError, parse_flink_type, spark_type, struct_type
+from ._types import (
+    Column,
+    FlinkType,
+    FlinkTypeError,
+    flink_type_of,
+    parse_flink_type,
+    spark_type,
+    struct_type,
+)
 
 __all__ = [
     "BUILT_IN_PARTITIONERS",
@@ -64,6 +72,7 @@ __all__ = [
     "ValueFieldsInclude",
     "check_partitioner_option",
     "client_config",
+    "flink_type_of",
     "is_secret",
     "load_partitioner",
     "parse_duration_ms",
