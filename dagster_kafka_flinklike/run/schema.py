@@ -109,12 +109,22 @@ def observe_records(raw: DataFrame, settings: InferenceSettings) -> Observed:
     return seen
 
 
-def _sample(table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan) -> Observed:
+def sample_ranges(
+    table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """The offset ranges of the newest ``scan.max.pre.fetch.records`` records of each planned
+    partition (the ``static`` strategy's sample; empty when it samples nothing)."""
     count = table.spec.prefetch_records
     if not count or not plan.stops:
         return {}
     lows = admin.beginning_offsets(list(plan.stops))
-    ranges = {tp: (max(lows.get(tp, 0), stop - count), stop) for tp, stop in plan.stops.items()}
+    return {tp: (max(lows.get(tp, 0), stop - count), stop) for tp, stop in plan.stops.items()}
+
+
+def _sample(table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan) -> Observed:
+    ranges = sample_ranges(table, admin, plan)
+    if not ranges:
+        return {}
     values = sample_values(table.consumer, ranges, timeout_s=admin.timeout_s)
     seen, _ = observe_json(values, settings_of(table.spec))
     return seen
@@ -263,6 +273,7 @@ __all__ = [
     "infer_schema",
     "observe_records",
     "parse_schema",
+    "sample_ranges",
     "settings_of",
     "with_schema",
 ]
