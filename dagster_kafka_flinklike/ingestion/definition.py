@@ -54,6 +54,8 @@ class InitialSchema:
 class IngestionSource:
     """The Kafka source: the table it reads and how its records become tables' rows."""
 
+    #: The source's ``name`` (else the pipeline's) as an identifier: it names the source
+    #: topic's asset and the default consumer group ``KafkaSource-<name>``.
     name: str
     #: The records' table: topics, client, startup, dirty-data and format options.
     spec: KafkaTableSpec
@@ -283,7 +285,8 @@ def _source(options: Mapping[str, str], default_name: str) -> IngestionSource:
             "source: 'key.fields-prefix' names the key's columns, but 'key.format' is not set.",
             keys=("key.fields-prefix", "key.format"),
         )
-    name = options.get("name") or default_name
+    # The table's name keys its asset and default consumer group: letters, digits and '_'.
+    name = re.sub(r"\W+", "_", options.get("name") or default_name).strip("_") or "data_ingestion"
     metadata = _metadata(options.get("metadata.list"))
     declared = INGESTION_KEYS["source"]
     table = {k: v for k, v in options.items() if (f := find_ingestion_key("source", k)) and f.table}
