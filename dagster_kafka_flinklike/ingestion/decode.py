@@ -3,8 +3,8 @@
 Each table's records are decoded as a Kafka table of the source's format whose columns are the
 table's schema (:func:`~..source.records.decode_records`): Flink's rules for the envelope, the
 JSON values, row kinds and dirty records all apply unchanged. A record that names no table is
-dirty. The union of every table's error and provenance columns is what the run counts and what
-the dirty-data policy reads.
+dirty; a Canal DDL record (``isDdl``) yields no row. The union of every table's error and
+provenance columns is what the run counts and what the dirty-data policy reads.
 
 Each decoded row also gets :data:`~..sink.serializer.SEQUENCE` (its order among its table's
 rows) and :data:`PAIR`, shared by the ``-U`` and ``+U`` rows of one update, so the two images
@@ -198,6 +198,9 @@ def decode_tables(
 
     fmt = source.spec.value_format
     kept = raw.filter(~format_module(fmt.name).skipped(F.col("value"), fmt))
+    if fmt.name == "canal-json":  # a DDL record changes a schema, which inference follows
+        ddl = F.get_json_object(F.col("value").cast("string"), "$.isDdl") == F.lit("true")
+        kept = kept.filter(~F.coalesce(ddl, F.lit(False)))
     kept = kept.withColumn(TABLE_ID, table_id_column(source)).persist()
     out = DecodedTables(cached=[kept])
     observed = observe_tables(kept, source)

@@ -130,9 +130,11 @@ class DataIngestionPipeline:
         return next((t for t in self.transforms if t.source_table.matches(table)), None)
 
 
-def _substitute(value: Any, variables: Mapping[str, str], where: str) -> Any:
+def _substitute(value: Any, variables: Mapping[str, str], where: str = "") -> Any:
     if isinstance(value, dict):
-        return {k: _substitute(v, variables, f"{where}.{k}") for k, v in value.items()}
+        return {
+            k: _substitute(v, variables, f"{where}.{k}" if where else k) for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_substitute(v, variables, f"{where}[{i}]") for i, v in enumerate(value)]
     if not isinstance(value, str):
@@ -142,7 +144,8 @@ def _substitute(value: Any, variables: Mapping[str, str], where: str) -> Any:
         name = found.group(1).strip()
         if name not in variables:
             raise KafkaOptionsError(
-                f"{where}: '${{{name}}}' has no value: pass it in 'variables'.", keys=(name,)
+                f"'{where}' uses '${{{name}}}', which has no value: pass it in 'variables'.",
+                keys=(name,),
             )
         return str(variables[name])
 
@@ -153,15 +156,20 @@ def _text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _flat(where: str, node: Any, nested: bool = False, prefix: str = "") -> dict[str, str]:
+def _flat(
+    where: str, node: Any, nested: bool = False, prefix: str = "", section: str = ""
+) -> dict[str, str]:
     """A section's ``key: scalar`` entries as strings (nested mappings joined with '.')."""
     if not isinstance(node, dict):
         raise KafkaOptionsError(f"{where}: expected a mapping of options, got {node!r}.")
     out: dict[str, str] = {}
     for key, value in node.items():
         name = f"{prefix}{key}"
+        reason = REFUSED_INGESTION_KEYS.get(section or where, {}).get(name)
+        if reason is not None:
+            raise KafkaOptionsError(f"{where}: '{name}' is not supported: {reason}.", keys=(name,))
         if isinstance(value, dict) and nested:
-            out.update(_flat(where, value, nested, f"{name}."))
+            out.update(_flat(where, value, nested, f"{name}.", section))
         elif value is None or isinstance(value, dict | list):
             raise KafkaOptionsError(
                 f"{where}: '{name}' must be a value (text, number or true/false), got {value!r}.",
@@ -386,7 +394,7 @@ def _entries(section: str, node: Any) -> list[dict[str, str]]:
     out = []
     for i, entry in enumerate(node):
         where = f"{section}[{i}]"
-        options = _flat(where, entry)
+        options = _flat(where, entry, section=section)
         _check_keys(section, where, options)
         out.append(options)
     return out
@@ -428,7 +436,12 @@ def parse_data_ingestion(
             the key.
     """
     loaded, stem = _load(pipeline)
-    document = _substitute(dict(loaded), dict(variables or {}), "pipeline YAML")
+    for section in ("source", "sink"):  # another system is refused before anything else
+        node = loaded.get(section)
+        kind = node.get("type") if isinstance(node, dict) else None
+        if isinstance(kind, str) and "${" not in kind:
+            _kafka_type(section, {"type": kind})
+    document = _substitute(dict(loaded), dict(variables or {}))
     unknown = [k for k in document if k not in _TOP]
     if unknown:
         raise KafkaOptionsError(
@@ -438,11 +451,17 @@ def parse_data_ingestion(
         )
     for required in ("source", "sink"):
         if required not in document:
-            raise KafkaOptionsError(f"The pipeline has no '{required}'.", keys=(required,))
+            raise KafkaOptionsError(
+                f"The pipeline has no '{required}': a data-ingestion pipeline reads a Kafka "
+                f"'source' and writes a Kafka 'sink' (both 'type: kafka').",
+                keys=(required,),
+            )
     settings = _flat("pipeline", document.get("pipeline") or {}, nested=True)
     _check_keys("pipeline", "pipeline", settings)
     name = settings.get("name") or None
-    source = _source(_flat("source", document["source"]), name or stem or "data_ingestion")
+    source = _source(
+        _flat("source", document["source"]), f"{name or stem or 'data_ingestion'} source"
+    )
     sink = _sink(_flat("sink", document["sink"]), source)
     routes = tuple(
         Route.parse(
