@@ -208,7 +208,7 @@ def build_data_ingestion_definitions(
     parsed = (
         pipeline
         if isinstance(pipeline, DataIngestionPipeline)
-        else parse_data_ingestion(pipeline, variables=variables)
+        else parse_data_ingestion(pipeline, variables=variables, name=name)
     )
     translator = translator or KafkaTranslator()
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])

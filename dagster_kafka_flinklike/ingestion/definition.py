@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +301,21 @@ def _source(options: Mapping[str, str], default_name: str) -> IngestionSource:
     table.update({"connector": "kafka", "value.format": fmt})
     columns = [Column(k, METADATA[k].type, metadata_key=k, virtual=True) for k in metadata]
     spec = _spec("source", table, columns=columns, role="source", name=name)
+    strategy_key, prefetch_key = "schema.inference.strategy", "scan.max.pre.fetch.records"
+    spec = replace(  # every format infers each table's schema here, not only a JSON table's
+        spec,
+        inference_strategy=declared[strategy_key].parse(
+            strategy_key, options.get(strategy_key, "continuous")
+        ),
+        prefetch_records=declared[prefetch_key].parse(
+            prefetch_key, options.get(prefetch_key, "50")
+        ),
+    )
+    if spec.prefetch_records < 0:
+        raise KafkaOptionsError(
+            f"source: '{prefetch_key}' must be 0 or more, got {spec.prefetch_records}.",
+            keys=(prefetch_key,),
+        )
     strategy = options.get("canal-json.infer-schema.strategy", "AUTO").upper()
     mysql = [k for k in options if k.startswith("canal-json.mysql.")]
     if mysql and strategy != "MYSQL_TYPE":
@@ -426,9 +441,22 @@ def _load(pipeline: str | Path | Mapping[str, Any]) -> tuple[Mapping[str, Any], 
 
 
 def parse_data_ingestion(
-    pipeline: str | Path | Mapping[str, Any], *, variables: Mapping[str, str] | None = None
+    pipeline: str | Path | Mapping[str, Any],
+    *,
+    variables: Mapping[str, str] | None = None,
+    name: str | None = None,
 ) -> DataIngestionPipeline:
     """Parse a data-ingestion pipeline (YAML text, a ``Path`` to a file, or the parsed mapping).
+
+    ``name`` stands for the pipeline's name where the YAML gives none (``pipeline.name``, else
+    the file's stem): the source is named after it (``<name> source``) unless it has a
+    ``name``, and so is its default consumer group (``KafkaSource-<source name>``).
+
+    Example:
+        >>> parse_data_ingestion(
+        ...     "{source: {type: kafka, topic: cdc}, sink: {type: kafka}}", name="orders"
+        ... ).source.spec.effective_group_id
+        'KafkaSource-orders_source'
 
     Raises:
         KafkaOptionsError: a key that is unknown, refused or malformed, a source or sink that
@@ -458,10 +486,9 @@ def parse_data_ingestion(
             )
     settings = _flat("pipeline", document.get("pipeline") or {}, nested=True)
     _check_keys("pipeline", "pipeline", settings)
-    name = settings.get("name") or None
-    source = _source(
-        _flat("source", document["source"]), f"{name or stem or 'data_ingestion'} source"
-    )
+    pipeline_name = settings.get("name") or None
+    default = pipeline_name or name or stem or "data_ingestion"
+    source = _source(_flat("source", document["source"]), f"{default} source")
     sink = _sink(_flat("sink", document["sink"]), source)
     routes = tuple(
         Route.parse(
@@ -487,7 +514,7 @@ def parse_data_ingestion(
         sink=sink,
         routes=routes,
         transforms=transforms,
-        name=name,
+        name=pipeline_name,
         parallelism=parallelism,
         dirty_collector=settings.get("dirty-data.collector.type"),
     )

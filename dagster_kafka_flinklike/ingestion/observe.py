@@ -188,6 +188,7 @@ class _Reader:
         record = json.loads(value)
         if not isinstance(record, dict):
             return ()
+        typed: Observed = {}
         if self.fmt == "debezium-json":
             payload = record.get("payload") if self.schema_include else record
             images = (
@@ -197,7 +198,7 @@ class _Reader:
             images = [
                 r for k in ("data", "old") for r in (record.get(k) or []) if isinstance(r, dict)
             ]
-            self._canal_types(record, seen)
+            typed = self._canal_types(record)
         else:
             images = [record]
             if self.with_key and key:
@@ -208,18 +209,24 @@ class _Reader:
                     merge_observed(seen, observed)
         for image in images:
             if isinstance(image, dict):
-                observe_record(image, self.settings, seen, self.value_prefix)
+                untyped = {k: v for k, v in image.items() if self.value_prefix + k not in typed}
+                observe_record(untyped, self.settings, seen, self.value_prefix)
+        merge_observed(seen, typed)
         names = record.get("pkNames") if self.fmt == "canal-json" else None
         return tuple(str(n) for n in names) if isinstance(names, list) else ()
 
-    def _canal_types(self, record: Mapping[str, Any], seen: Observed) -> None:
+    def _canal_types(self, record: Mapping[str, Any]) -> Observed:
+        """The column types a Canal record declares (``SQL_TYPE``: ``sqlType``, ``MYSQL_TYPE``:
+        ``mysqlType``); none under ``AUTO``."""
+        out: Observed = {}
         if self.canal_strategy == "SQL_TYPE" and isinstance(record.get("sqlType"), dict):
             for name, code in record["sqlType"].items():
-                seen.setdefault(self.value_prefix + name, jdbc_type(code))
+                out[self.value_prefix + name] = jdbc_type(code)
         elif self.canal_strategy == "MYSQL_TYPE" and isinstance(record.get("mysqlType"), dict):
             for name, text in record["mysqlType"].items():
                 typed = mysql_type(str(text), self.tinyint1_as_boolean, self.timestamp_as_datetime)
-                seen.setdefault(self.value_prefix + name, typed)
+                out[self.value_prefix + name] = typed
+        return out
 
 
 def _reader(source: IngestionSource) -> _Reader:

@@ -106,9 +106,11 @@ INGESTION_KEYS: dict[str, dict[str, IngestionKey]] = {
                "Refuse to run while the consumer group has active members.", **_T),
             _k("schema.inference.strategy", "Enum", "continuous",
                "continuous: every record read widens each table's schema, kept from run to run; "
-               "static: a table's schema is fixed once (sampled, or its first record).", **_T),
+               "static: a table's schema is fixed once (sampled, or its first record).",
+               parse=parse_choice("continuous", "static")),
             _k("scan.max.pre.fetch.records", "Integer", "50",
-               "static: the newest records per partition sampled by the first run.", **_T),
+               "static: the newest records per partition sampled by the first run.",
+               parse=parse_int),
             _k("key.fields-prefix", "String", "",
                "Prefix of the columns read from the key (not a prefix of 'value.fields-prefix').",
                **_JSON),

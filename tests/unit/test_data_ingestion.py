@@ -522,7 +522,7 @@ def test_definitions_name_the_asset_and_depend_on_the_source_topic() -> None:
     named = build_data_ingestion_definitions(BASE, name="cdc_to_topics")
     assert {k.to_user_string() for a in named.assets or () for k in a.keys} == {  # type: ignore[union-attr]
         "cdc_to_topics",
-        "data_ingestion_source",
+        "cdc_to_topics_source",
     }
 
 
