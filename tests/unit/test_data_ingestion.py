@@ -547,3 +547,28 @@ def test_every_declared_key_is_documented_and_refused_keys_are_not_declared() ->
         for refused_key in REFUSED_INGESTION_KEYS.get(section, {}):
             assert refused_key not in keys
             assert f"`{refused_key}`" in page
+
+
+def test_the_readme_example_parses_and_routes_as_described() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Data-ingestion YAML") :]
+    text = re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1)  # type: ignore[union-attr]
+    pipeline = parse_data_ingestion(
+        text, variables={"kafka.topic": "t", "kafka.bootstraps.server": "b:9092"}
+    )
+    [orders] = pipeline.sink_tables(T("app_db.orders_07"))
+    assert (str(orders), pipeline.sink.topic_of(orders)) == ("app_db.orders", "orders")
+    assert pipeline.sink.topic_of(T("app_db.users")) == "users"
+    assert pipeline.dirty_collector == "logger"
+
+
+def test_a_discovery_sensor_watches_the_source_at_its_interval() -> None:
+    text = (
+        "source: {type: kafka, topic: cdc, scan.topic-partition-discovery.interval: 2 min}\n"
+        "sink: {type: kafka}\n"
+    )
+    defs = build_data_ingestion_definitions(text, discovery_sensor=True)
+    [sensor] = defs.sensors or []
+    assert sensor.minimum_interval_seconds == 120
