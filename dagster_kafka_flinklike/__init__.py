@@ -26,7 +26,11 @@ if TYPE_CHECKING:  # pragma: no cover
         TransactionTimeoutCheck,
         build_kafka_asset_checks,
     )
-    from .components import KafkaPipelineComponent, build_flink_sql_definitions
+    from .components import (
+        KafkaPipelineComponent,
+        build_data_ingestion_definitions,
+        build_flink_sql_definitions,
+    )
     from .errors import (
         DeliveryError,
         DeserializationError,
@@ -41,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         OffsetsError,
         TransactionError,
     )
+    from .ingestion import DataIngestionPipeline, parse_data_ingestion
     from .io_manager import KafkaIOManager, kafka_table_metadata
     from .options import (
         BoundedMode,
@@ -110,6 +115,9 @@ _EXPORTS = {
     "plan_flink_sql": ".sql",
     "FlinkSqlPipeline": ".sql",
     "build_flink_sql_definitions": ".components",
+    "build_data_ingestion_definitions": ".components",
+    "DataIngestionPipeline": ".ingestion",
+    "parse_data_ingestion": ".ingestion",
 }
 
 __all__ = [
@@ -117,6 +125,7 @@ __all__ = [
     "BoundedMode",
     "Column",
     "ConsumerLagCheck",
+    "DataIngestionPipeline",
     "DeliveryError",
     "DeliveryGuarantee",
     "DeserializationError",
@@ -148,6 +157,7 @@ __all__ = [
     "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",
+    "build_data_ingestion_definitions",
     "build_flink_sql_definitions",
     "build_kafka_asset_checks",
     "build_kafka_discovery_sensor",
@@ -157,6 +167,7 @@ __all__ = [
     "kafka_streaming_asset",
     "kafka_table_metadata",
     "latest_per_key",
+    "parse_data_ingestion",
     "parse_flink_sql",
     "plan_flink_sql",
 ]

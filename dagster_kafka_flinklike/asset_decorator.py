@@ -137,6 +137,13 @@ def _check_partitioning(
             )
 
 
+def attach_streaming_tables(asset: AssetsDefinition, tables: StreamingTables) -> None:
+    """Record ``tables`` on an asset that runs over Kafka tables without
+    ``@kafka_streaming_asset``, so sensors, checks and source assets find them."""
+    compute: Any = asset.op.compute_fn
+    setattr(compute.decorated_fn, _TABLES_ATTRIBUTE, tables)
+
+
 def streaming_tables(asset: AssetsDefinition) -> StreamingTables:
     """The Kafka tables of an asset built by :func:`kafka_streaming_asset`.
 
@@ -187,7 +194,11 @@ def _schema_metadata(run: StreamingRun) -> dict[str, Any]:
     return out
 
 
-def _metadata(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> dict[str, Any]:
+def materialization_metadata(
+    run: StreamingRun, checkpoint: OffsetsCheckpoint | None
+) -> dict[str, Any]:
+    """A finished run's metadata: its metrics, the new checkpoint, dirty-record samples and
+    inferred schemas."""
     metrics = run.metadata()
     out: dict[str, Any] = {
         k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in metrics.items()
@@ -416,7 +427,7 @@ def kafka_streaming_asset(
             selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
             kafka = getattr(context.resources, kafka_resource_key)
             if key not in context.selected_asset_keys:  # only checks: no data is read
-                yield from _checks_alone(kafka, key, tables, selected, context.instance)
+                yield from checks_alone(kafka, key, tables, selected, context.instance)
                 return
             yield from _materialize(
                 context,
@@ -428,20 +439,21 @@ def kafka_streaming_asset(
                 split=(max_records_per_split, min_splits),
             )
 
-        compute: Any = _streaming_asset.op.compute_fn
-        setattr(compute.decorated_fn, _TABLES_ATTRIBUTE, tables)
+        attach_streaming_tables(_streaming_asset, tables)
         return _streaming_asset
 
     return decorator
 
 
-def _checks_alone(
+def checks_alone(
     kafka: Any,
     key: AssetKey,
     tables: StreamingTables,
     selected: Sequence[KafkaAssetCheck],
     instance: DagsterInstance,
 ) -> Iterator[Any]:
+    """The ``selected`` checks of asset ``key`` evaluated without a run (only checks were
+    selected), over its tables and its last materialization."""
     from .run import KafkaClients
 
     def scope() -> CheckScope:
@@ -510,7 +522,7 @@ def _materialize(
         if tables.sink is not None:
             run.write(tables.sink, result)
         checkpoint = run.commit()
-        metadata = _metadata(run, checkpoint)
+        metadata = materialization_metadata(run, checkpoint)
         context.log.info(f"Kafka run {{'sources': {sorted(tables.sources)}}}: {metadata}")
         if tables.sink is not None:
             metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]

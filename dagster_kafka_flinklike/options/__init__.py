@@ -34,7 +34,15 @@ from ._table import (
     ValueFieldsInclude,
     parse_duration_ms,
 )
-from ._types import Column, FlinkType, FlinkTypeError, parse_flink_type, spark_type, struct_type
+from ._types import (
+    Column,
+    FlinkType,
+    FlinkTypeError,
+    flink_type_of,
+    parse_flink_type,
+    spark_type,
+    struct_type,
+)
 
 __all__ = [
     "BUILT_IN_PARTITIONERS",
@@ -66,6 +74,7 @@ __all__ = [
     "avro_schema",
     "check_partitioner_option",
     "client_config",
+    "flink_type_of",
     "is_secret",
     "load_partitioner",
     "parse_duration_ms",

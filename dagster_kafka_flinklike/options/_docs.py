@@ -17,6 +17,7 @@ from ._formats import (
     SUPPORTED_FORMATS,
     UNSUPPORTED_FORMAT_OPTIONS,
 )
+from ._ingestion import INGESTION_KEYS, KAFKA_ONLY_REASON, REFUSED_INGESTION_KEYS, SECTIONS
 from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND
 from ._properties import (
     CONNECTOR_OWNED,
@@ -211,6 +212,40 @@ def _unsupported() -> list[str]:
     return [*lines, ""]
 
 
+def _ingestion() -> list[str]:
+    lines = [
+        "## Data-ingestion YAML",
+        "",
+        "A data-ingestion pipeline (`build_data_ingestion_definitions`, or `data_ingestion` in "
+        "`KafkaPipelineComponent`) is the vendor's YAML with `source`, `sink`, `route`, "
+        "`transform` and `pipeline`. Its source and sink are Kafka (`type: kafka`); any other "
+        f"system is refused: {KAFKA_ONLY_REASON}. Every key below takes effect; any other key "
+        "is refused when the definitions load, naming the section and the key. Keys marked "
+        "*table* are the Kafka table options above, validated as such; `${name}` placeholders "
+        "take their values from `variables`.",
+        "",
+    ]
+    for section in SECTIONS:
+        lines += [f"### `{section}`", ""]
+        lines += [_row(["Key", "Type", "Default", "Description"]), "|---|---|---|---|"]
+        for k in INGESTION_KEYS[section].values():
+            key = f"`{k.key}*`" if k.prefix else f"`{k.key}`"
+            default = (
+                "(none)" if k.default is None else f"`{k.default}`" if k.default else "(empty)"
+            )
+            notes = [n for n, on in (("required", k.required), ("table", k.table)) if on]
+            if k.formats:
+                notes.append(f"value.format {', '.join(k.formats)}")
+            note = f" *({'; '.join(notes)})*" if notes else ""
+            lines.append(_row([key, k.type, default, k.description + note]))
+        refused = REFUSED_INGESTION_KEYS.get(section, {})
+        if refused:
+            lines += [""]
+            lines += [f"- Refused: `{k}`: {why}." for k, why in refused.items()]
+        lines.append("")
+    return lines
+
+
 def _departures() -> list[str]:
     lines = [
         "## Departures from Flink",
@@ -239,6 +274,7 @@ def render_options_reference() -> str:
         *_metadata(),
         *_properties(),
         *_unsupported(),
+        *_ingestion(),
         *_departures(),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"

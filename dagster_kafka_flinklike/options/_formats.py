@@ -413,15 +413,17 @@ def _registry_unsupported(fmt: str) -> dict[str, str]:
     }
 
 
+_IN_PIPELINE = "; a data-ingestion pipeline YAML takes it (see 'Data-ingestion YAML')"
 _INFERENCE = (
     "it configures schema inference of a data-ingestion changelog source; declare the table's "
-    "columns instead"
+    "columns instead" + _IN_PIPELINE
 )
 _ROUTING = (
     "it routes records to tables of a multi-table data-ingestion source; read one table per "
-    "topic instead"
+    "topic instead" + _IN_PIPELINE
 )
-_VENDOR_ONLY = "it is an option of the vendor's data ingestion, not of Flink's format"
+_VENDOR = "it is an option of the vendor's data ingestion, not of Flink's format"
+_VENDOR_ONLY = _VENDOR + _IN_PIPELINE
 
 # Vendor (data-ingestion) format options the seeds document, refused with the reason.
 UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
@@ -429,7 +431,9 @@ UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
     "debezium-json": {
         "infer-schema.": _INFERENCE,
         "distributed-tables": _VENDOR_ONLY,
-        "include-schema.enabled": _VENDOR_ONLY + " (Flink's debezium-json never writes a schema)",
+        "include-schema.enabled": _VENDOR
+        + " (Flink's debezium-json never writes a schema)"
+        + _IN_PIPELINE,
     },
     "canal-json": {
         "infer-schema.": _INFERENCE,

@@ -341,14 +341,15 @@ OPTIONS: tuple[ConfigOption, ...] = (
 
 # Keys (or key prefixes ending in '.') the seeds document that this project does not support,
 # with the reason shown to the user instead of a plain "unknown option".
+_PIPELINE = "; a data-ingestion pipeline YAML takes it (see 'Data-ingestion YAML')"
 UNSUPPORTED_OPTIONS: dict[str, str] = {
-    "scan.value.initial-schemas.ddls": "initial schemas of a multi-table data-ingestion source "
-    "are not supported; declare the table's columns (or some, with "
-    "'json.infer-schema.fixed-types')",
-    "metadata.list": "declare metadata columns ('METADATA FROM ...') instead",
-    "partition.strategy": "use 'sink.partitioner'",
-    "sink.tableId-to-topic.mapping": "CDC table routing is not supported; use one table per topic",
-    "type": "use 'connector'",
+    "scan.value.initial-schemas.ddls": "initial schemas of a multi-table data-ingestion source; "
+    "a table declares its columns (or some, with 'json.infer-schema.fixed-types')" + _PIPELINE,
+    "metadata.list": "declare metadata columns ('METADATA FROM ...') instead" + _PIPELINE,
+    "partition.strategy": "use 'sink.partitioner'" + _PIPELINE,
+    "sink.tableId-to-topic.mapping": "a table writes one topic: use one table per topic"
+    + _PIPELINE,
+    "type": "use 'connector' (a data-ingestion pipeline's source and sink take 'type: kafka')",
 }
 
 

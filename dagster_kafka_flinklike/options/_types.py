@@ -302,6 +302,42 @@ def spark_type(t: FlinkType | str) -> DataType:
     raise KafkaOptionsError(f"Flink SQL type {t} has no Spark mapping.")
 
 
+def flink_type_of(t: DataType) -> FlinkType:
+    """The Flink SQL type whose values a Spark SQL type holds (the inverse of
+    :func:`spark_type`; Spark's TIMESTAMP is TIMESTAMP_LTZ, TIMESTAMP_NTZ is TIMESTAMP).
+
+    Example:
+        >>> from pyspark.sql import types as T
+        >>> str(flink_type_of(T.ArrayType(T.DecimalType(10, 2))))
+        'ARRAY<DECIMAL(10, 2)>'
+    """
+    from pyspark.sql import types as T
+
+    simple = {
+        T.StringType: "STRING", T.BooleanType: "BOOLEAN", T.ByteType: "TINYINT",
+        T.ShortType: "SMALLINT", T.IntegerType: "INT", T.LongType: "BIGINT",
+        T.FloatType: "FLOAT", T.DoubleType: "DOUBLE", T.DateType: "DATE",
+        T.TimestampNTZType: "TIMESTAMP", T.TimestampType: "TIMESTAMP_LTZ",
+        T.BinaryType: "BYTES",
+    }  # fmt: skip
+    for kind, name in simple.items():
+        if isinstance(t, kind):
+            return FlinkType(name, (6,) if name.startswith("TIMESTAMP") else ())
+    if isinstance(t, T.DecimalType):
+        return FlinkType("DECIMAL", (t.precision, t.scale))
+    if isinstance(t, T.ArrayType):
+        return FlinkType("ARRAY", children=(flink_type_of(t.elementType),))
+    if isinstance(t, T.MapType):
+        return FlinkType("MAP", children=(flink_type_of(t.keyType), flink_type_of(t.valueType)))
+    if isinstance(t, T.StructType):
+        return FlinkType(
+            "ROW",
+            children=tuple(flink_type_of(f.dataType) for f in t.fields),
+            field_names=tuple(f.name for f in t.fields),
+        )
+    return FlinkType("STRING")
+
+
 _COLUMN_KEYS = ("name", "type", "metadata_key", "virtual", "expression", "comment")
 
 

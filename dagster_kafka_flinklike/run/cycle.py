@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
+from ..sink.partitioners import SinkPartitioner
 from ..sink.transactional import TransactionalSink, TransactionResult
 from ..sink.writer import WriteResult
 from ..source._admin import KafkaAdmin
@@ -31,12 +33,23 @@ from .read import read_table
 from .schema import InferredSchema, flattened, infer_schema, with_schema
 from .tables import KafkaClients, ResolvedTable, resolve_table
 from .windows import TimeWindow, check_retention, window_ranges, window_spec
-from .write import is_exactly_once, open_transaction, write_dead_letters, write_table
+from .write import (
+    is_exactly_once,
+    open_transaction,
+    write_dead_letters,
+    write_table,
+    write_topics,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 _log = logging.getLogger(__name__)
+
+#: A decoder that replaces the table's own decoding in :meth:`StreamingRun.read`: given the
+#: resolved table, its raw records, the admin client and the plan, it returns the decoded
+#: records (with the error and provenance columns the dirty-data policy reads).
+Decoder = Callable[[ResolvedTable, "DataFrame", KafkaAdmin, SourcePlan], DecodedTable]
 
 
 @dataclass
@@ -143,10 +156,12 @@ class StreamingRun:
         if is_exactly_once(table):
             self.transaction = open_transaction(table, self.asset_name, self.clients, self.log)
 
-    def read(self, name: str, spec: KafkaTableSpec) -> DataFrame:
+    def read(self, name: str, spec: KafkaTableSpec, decode: Decoder | None = None) -> DataFrame:
         """Plan, read and decode source ``name``; apply the dirty-data policy.
 
-        Returns the table's clean rows as a DataFrame (columns as declared).
+        Returns the table's clean rows as a DataFrame (columns as declared), or, with
+        ``decode``, the frame of what ``decode`` returns (which then decodes the raw records
+        instead of the table's format and schema inference).
         """
         began = time.monotonic()
         self.begin()
@@ -178,6 +193,9 @@ class StreamingRun:
             self.log.warning(reason)
         raw = read_table(self.spark, table, plan)
         schema = None
+        if decode is not None:
+            decoded = decode(table, raw, admin, plan)
+            return self._decoded(name, table, admin, plan, notes, decoded, began=began)
         if table.spec.infers_schema:
             schema = infer_schema(table, raw, admin, plan, self.schemas.get(name))
             for change in schema.changes:
@@ -191,6 +209,21 @@ class StreamingRun:
         decoded = decode_table(table, raw, self.window)
         if schema is not None:
             decoded = replace(decoded, frame=flattened(decoded.frame, table, schema))
+        return self._decoded(name, table, admin, plan, notes, decoded, schema, began=began)
+
+    def _decoded(
+        self,
+        name: str,
+        table: ResolvedTable,
+        admin: KafkaAdmin,
+        plan: SourcePlan,
+        notes: dict[TopicPartition, str],
+        decoded: DecodedTable,
+        schema: InferredSchema | None = None,
+        *,
+        began: float,
+    ) -> DataFrame:
+        """Record what reading source ``name`` produced and apply the dirty-data policy."""
         read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
         read.notes, read.schema = notes, schema
         self.sources[name] = read  # cached data is released by close() even if dirty fails
@@ -215,17 +248,51 @@ class StreamingRun:
             self.clients,
             self.log,
             transaction=transaction,
-            source_offsets={
-                read.admin.group_id: dict(read.plan.stops)
-                for read in self.sources.values()
-                if read.admin.group_id and not self.replaying
-            },
+            source_offsets=self._source_offsets(),
             dirty=dirty,
         )
         if transaction is not None:
-            for read in self.sources.values():
-                read.dirty = _without_letters(read.dirty)
+            self._letters_written()
         return self.write_result
+
+    def write_topics(
+        self, outputs: Sequence[tuple[str, DataFrame, SinkPartitioner]]
+    ) -> WriteResult:
+        """Write encoded frames (``key``, ``value``) to several topics with the client settings
+        and delivery guarantee of the run's ``sink`` (whose own topic is not written): a
+        pipeline whose rows go to many topics. Exactly-once: every topic, the dead letters and
+        the sources' stop offsets commit in one transaction.
+
+        Raises:
+            KafkaOptionsError: the run has no sink table.
+        """
+        if self.sink is None:
+            raise KafkaOptionsError("write_topics needs the run's sink table (its client).")
+        self.begin()
+        table = self.resolve(self.sink, self.asset_name)
+        self.write_result = write_topics(
+            table,
+            outputs,
+            self.log,
+            transaction=self.transaction,
+            source_offsets=self._source_offsets(),
+            dirty=[read.dirty for read in self.sources.values()],
+        )
+        if self.transaction is not None:
+            self._letters_written()
+        return self.write_result
+
+    def _source_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Each source consumer group's stop offsets (what an exactly-once run commits)."""
+        return {
+            read.admin.group_id: dict(read.plan.stops)
+            for read in self.sources.values()
+            if read.admin.group_id and not self.replaying
+        }
+
+    def _letters_written(self) -> None:
+        for read in self.sources.values():
+            read.dirty = _without_letters(read.dirty)
 
     def commit(self) -> OffsetsCheckpoint | None:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
@@ -236,8 +303,8 @@ class StreamingRun:
         """
         tables = {name: read.table for name, read in self.sources.items()}
         write_dead_letters(tables, [read.dirty for read in self.sources.values()])
+        self._letters_written()
         for read in self.sources.values():
-            read.dirty = _without_letters(read.dirty)
             read.committed = commit_group_offsets(
                 read.table.name,
                 read.admin,

@@ -109,12 +109,22 @@ def observe_records(raw: DataFrame, settings: InferenceSettings) -> Observed:
     return seen
 
 
-def _sample(table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan) -> Observed:
+def sample_ranges(
+    table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """The offset ranges of the newest ``scan.max.pre.fetch.records`` records of each planned
+    partition (the ``static`` strategy's sample; empty when it samples nothing)."""
     count = table.spec.prefetch_records
     if not count or not plan.stops:
         return {}
     lows = admin.beginning_offsets(list(plan.stops))
-    ranges = {tp: (max(lows.get(tp, 0), stop - count), stop) for tp, stop in plan.stops.items()}
+    return {tp: (max(lows.get(tp, 0), stop - count), stop) for tp, stop in plan.stops.items()}
+
+
+def _sample(table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan) -> Observed:
+    ranges = sample_ranges(table, admin, plan)
+    if not ranges:
+        return {}
     values = sample_values(table.consumer, ranges, timeout_s=admin.timeout_s)
     seen, _ = observe_json(values, settings_of(table.spec))
     return seen
@@ -143,14 +153,35 @@ def infer_schema(
         found = merge_observed(_sample(table, admin, plan), fixed)
     else:
         found = merge_observed(observe_records(raw, settings), fixed)
+    tolerant = spec.ignore_errors or spec.value_format.ignore_parse_errors
+    return evolve_schema(f"Table '{table.name}'", current, found, tolerant, settings.flatten_nested)
+
+
+def evolve_schema(
+    what: str,
+    current: Mapping[str, FlinkType],
+    found: Observed,
+    tolerant: bool,
+    flatten: bool = False,
+) -> InferredSchema:
+    """``current`` widened by the ``found`` observations; an incompatible change (a column of
+    another type becoming STRING) fails, or, when ``tolerant``, keeps the column (records that
+    do not fit are then dirty data). ``what`` names the table in the error.
+
+    Example:
+        >>> evolve_schema("t", {}, {"id": FlinkType("BIGINT")}, False).to_json()
+        {'id': 'BIGINT'}
+
+    Raises:
+        DeserializationError: an incompatible change and not ``tolerant``.
+    """
     merged, changes = merge_fields(current, found)
     refused = [c for c in changes if _incompatible(c)]
     if refused:
-        tolerant = spec.ignore_errors or spec.value_format.ignore_parse_errors
         if not tolerant:
             after = {**merged, **{c.column: c.after for c in refused}}
             raise DeserializationError(
-                f"Table '{table.name}': the records read change its inferred schema "
+                f"{what}: the records read change its inferred schema "
                 f"incompatibly ({'; '.join(str(c) for c in refused)}). Schema kept so far: "
                 f"{_text(current)}; schema of the records: {_text(after)}. Declare the columns "
                 f"(or fix a type with 'json.infer-schema.fixed-types'), or set "
@@ -161,7 +192,7 @@ def infer_schema(
             assert change.before is not None
             merged[change.column] = change.before
         changes = [c for c in changes if c not in refused]
-    return InferredSchema(merged, tuple(changes), tuple(refused), settings.flatten_nested)
+    return InferredSchema(merged, tuple(changes), tuple(refused), flatten)
 
 
 def _incompatible(change: SchemaChange) -> bool:
@@ -237,10 +268,12 @@ __all__ = [
     "CHANGES_METADATA_PREFIX",
     "SCHEMA_METADATA_PREFIX",
     "InferredSchema",
+    "evolve_schema",
     "flattened",
     "infer_schema",
     "observe_records",
     "parse_schema",
+    "sample_ranges",
     "settings_of",
     "with_schema",
 ]

@@ -16,7 +16,7 @@ from ..options import DeliveryGuarantee
 from ..sink.partitioners import SinkPartitioner
 from ..sink.serializer import serialize
 from ..sink.transactional import TransactionalSink, transactional_id
-from ..sink.writer import WriteResult, plan_partitioner, write
+from ..sink.writer import WriteResult, distribute, plan_partitioner, write
 from ..source.offsets import TopicPartition
 from .dirty import DirtyData
 from .tables import KafkaClients, ResolvedTable
@@ -104,6 +104,57 @@ def write_table(
     )
     log.info(
         f"Wrote {result.records} record(s) to {table.topic!r} "
+        f"({table.spec.delivery_guarantee.value}); recording the checkpoint next."
+    )
+    return result
+
+
+def write_topics(
+    table: ResolvedTable,
+    outputs: Sequence[tuple[str, DataFrame, SinkPartitioner]],
+    log: logging.Logger | Any,
+    *,
+    transaction: TransactionalSink | None = None,
+    source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
+    dirty: Sequence[DirtyData] = (),
+) -> WriteResult:
+    """Produce encoded frames (``key``, ``value`` [, the ``SEQUENCE`` order]) to their topics
+    with ``table``'s client settings and delivery guarantee: a pipeline that writes many
+    topics. With ``transaction`` (exactly-once) every topic, the dead letters of ``dirty`` and
+    ``source_offsets`` commit in that one transaction.
+
+    Raises:
+        DeliveryError: an at-least-once record was not delivered.
+        TransactionError: the transaction was fenced, timed out or failed to commit.
+    """
+    if transaction is not None:
+        letters = [
+            (d.dead_letter_topic or "", d.dead_letters) for d in dirty if d.dead_letters is not None
+        ]
+        spread = [(topic, distribute(frame), p) for topic, frame, p in outputs]
+        return transaction.write_outputs(spread, source_offsets or {}, extra=letters)
+    results = {
+        topic: write(
+            frame,
+            topic,
+            table.producer,
+            table.spec.delivery_guarantee,
+            parallelism=table.spec.sink_parallelism,
+            partitioner=partitioner,
+        )
+        for topic, frame, partitioner in outputs
+    }
+    errors = [r.first_error for r in results.values() if r.first_error]
+    result = WriteResult(
+        records=sum(r.records for r in results.values()),
+        bytes=sum(r.bytes for r in results.values()),
+        failed=sum(r.failed for r in results.values()),
+        first_error=errors[0] if errors else None,
+        send_ms=sum(r.send_ms for r in results.values()),
+        by_topic={t: r.records for t, r in results.items()},
+    )
+    log.info(
+        f"Wrote {result.records} record(s) to {len(results)} topic(s) "
         f"({table.spec.delivery_guarantee.value}); recording the checkpoint next."
     )
     return result

@@ -275,10 +275,32 @@ class TransactionalSink:
             TransactionError: the transaction was fenced, timed out or failed to commit;
                 nothing of it is visible to read_committed consumers.
         """
+        from .writer import distribute
+
+        return self.write_outputs(
+            [(self.topic, distribute(encoded), self.partitioner)], offsets, extra=extra
+        )
+
+    def write_outputs(
+        self,
+        outputs: Sequence[tuple[str, DataFrame, str | SinkPartitioner]],
+        offsets: Mapping[str, Mapping[TopicPartition, int]],
+        *,
+        extra: Sequence[tuple[str, DataFrame]] = (),
+    ) -> TransactionResult:
+        """Produce every (topic, frame, partitioner) of ``outputs`` (frames as the writing tasks
+        get them: :func:`~.writer.distribute`) and the ``extra`` (topic, frame) pairs (dead
+        letters, not counted as output), and commit them with ``offsets`` in one transaction.
+
+        Raises:
+            DeliveryError: a record was not delivered (the transaction is aborted).
+            TransactionError: the transaction was fenced, timed out or failed to commit;
+                nothing of it is visible to read_committed consumers.
+        """
         from confluent_kafka import KafkaException
 
         from .driver_stream import driver_batches
-        from .writer import distribute, produce_arrow_batches
+        from .writer import produce_arrow_batches
 
         producer = self._require()
         producer.begin_transaction()
@@ -288,24 +310,27 @@ class TransactionalSink:
         state: dict[str, Any] = {"bytes": 0}
         report = self._report
         report.reset()
-        records = 0
-        outputs: list[tuple[str, DataFrame, str | SinkPartitioner]] = [
-            (self.topic, distribute(encoded), self.partitioner)
+        by_topic: dict[str, int] = {}
+        counted = len(outputs)
+        produced_outputs: list[tuple[str, DataFrame, str | SinkPartitioner]] = [
+            *outputs,
+            *[(topic, frame, "default") for topic, frame in extra],
         ]
-        outputs += [(topic, frame, "default") for topic, frame in extra]
+        topics = ", ".join(sorted({t for t, _, _ in outputs})) or "(none)"
 
         def in_time() -> None:
             if time.monotonic() > deadline:
                 raise TransactionError(self._timeout_message(started))
 
         try:
-            for topic, frame, partitioner in outputs:
+            for number, (topic, frame, partitioner) in enumerate(produced_outputs):
                 for task, batch in driver_batches(frame, in_time):
                     in_time()
                     produced = produce_arrow_batches(
                         producer, [batch], topic, state, partitioner=partitioner, task=task
                     )
-                    records += produced if topic == self.topic else 0
+                    if number < counted:
+                        by_topic[topic] = by_topic.get(topic, 0) + produced
             remaining = producer.flush(max(0.0, deadline - time.monotonic()))
             if remaining:
                 raise TransactionError(self._timeout_message(started))
@@ -314,7 +339,7 @@ class TransactionalSink:
                 raise TransactionError(self._failure_message(report.first_kafka_error, started))
             if report.failed:
                 raise DeliveryError(
-                    f"{report.failed} record(s) to topic {self.topic!r} were not delivered: "
+                    f"{report.failed} record(s) to topic(s) {topics} were not delivered: "
                     f"{report.first_error}. The transaction is aborted; nothing was committed."
                 )
             for group_id, group_offsets in offsets.items():
@@ -335,11 +360,12 @@ class TransactionalSink:
         self.log.info(f"Transaction {self.transactional_id!r}: committed.")
         self._await_identity()
         return TransactionResult(
-            records=records,
+            records=sum(by_topic.values()),
             bytes=state["bytes"] - report.failed_bytes,
             failed=0,
             first_error=None,
             send_ms=(time.monotonic() - started) * 1000,
+            by_topic=by_topic,
             transactional_id=self.transactional_id,
             producer_id=self._stats.get("producer_id"),
             producer_epoch=self._stats.get("producer_epoch"),

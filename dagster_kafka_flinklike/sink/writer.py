@@ -12,7 +12,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._idle_clients import IdleClients
@@ -54,6 +54,8 @@ class WriteResult:
     failed: int
     first_error: str | None
     send_ms: float
+    #: Records delivered per topic, for a write to several topics.
+    by_topic: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

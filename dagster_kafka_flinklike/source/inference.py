@@ -37,7 +37,9 @@ __all__ = [
     "json_value_type",
     "merge_fields",
     "merge_observed",
+    "observe_field",
     "observe_json",
+    "observe_record",
     "wider_type",
 ]
 
@@ -190,12 +192,27 @@ def observe_json(
         if not isinstance(record, dict):
             bad += 1
             continue
-        for column, found in _record_fields(record, settings):
-            _observe(seen, column, found)
+        observe_record(record, settings, seen)
     return seen, bad
 
 
-def _observe(seen: Observed, column: str, found: FlinkType | None) -> None:
+def observe_record(
+    record: Mapping[str, object], settings: InferenceSettings, seen: Observed, prefix: str = ""
+) -> Observed:
+    """Observe the fields of one decoded JSON object into ``seen`` (column names prefixed
+    with ``prefix``).
+
+    Example:
+        >>> {k: str(v) for k, v in observe_record({"id": 1}, InferenceSettings(), {}).items()}
+        {'id': 'BIGINT'}
+    """
+    for column, found in _record_fields(record, settings, prefix):
+        observe_field(seen, column, found)
+    return seen
+
+
+def observe_field(seen: Observed, column: str, found: FlinkType | None) -> None:
+    """Merge one observation of ``column`` (None: a ``null``) into ``seen``."""
     known = seen.get(column)
     if found is None:
         seen.setdefault(column, None)
@@ -206,7 +223,7 @@ def _observe(seen: Observed, column: str, found: FlinkType | None) -> None:
 def merge_observed(into: Observed, other: Mapping[str, FlinkType | None]) -> Observed:
     """``other``'s observations added to ``into`` (observations of another partition)."""
     for column, found in other.items():
-        _observe(into, column, found)
+        observe_field(into, column, found)
     return into
 
 

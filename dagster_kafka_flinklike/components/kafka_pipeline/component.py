@@ -47,9 +47,10 @@ from ...sensors import build_kafka_discovery_sensors, build_kafka_new_data_senso
 from ...spark import SparkResource, local_spark_config
 from ...sql import CreateTable, parse_flink_sql
 from ...translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+from ..data_ingestion import build_data_ingestion_definitions
 from ..flink_sql import build_flink_sql_definitions, identifier
 from .scaffolder import KafkaPipelineScaffolder
-from .schema import AssetModel, SensorsModel, TableModel, duration
+from .schema import AssetModel, DataIngestionModel, SensorsModel, TableModel, duration
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -63,7 +64,7 @@ __all__ = ["KafkaPipelineComponent"]
 _Path = Sequence[str | int]
 
 
-def _checks(entry: AssetModel, yaml: _Yaml, path: _Path) -> list[Any] | None:
+def _checks(entry: AssetModel | DataIngestionModel, yaml: _Yaml, path: _Path) -> list[Any] | None:
     """The entry's checks as listed (None: the defaults), each blamed on its YAML line."""
     if entry.checks is None:
         return None
@@ -307,6 +308,14 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         list[AssetModel],
         _about("Streaming assets: Spark SQL queries over the tables, or Flink SQL inserts."),
     ] = Field(default_factory=list)
+    data_ingestion: Annotated[
+        list[DataIngestionModel],
+        _about(
+            "Data-ingestion pipelines (the vendor's YAML: source, sink, route, transform, "
+            "pipeline; Kafka to Kafka), each run as one asset: a 'pipeline_file' next to this "
+            "defs.yaml or the 'pipeline' inline, with 'variables' for its ${name} placeholders."
+        ),
+    ] = Field(default_factory=list)
     translation: Annotated[
         TranslationFn[KafkaTableSpec] | None,
         _about(
@@ -378,6 +387,13 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
                     sensors += self._new_data_sensors(entry, built)
             assets += built
             jobs += entry_jobs
+        for number, ingestion in enumerate(self.data_ingestion):
+            path = ["attributes", "data_ingestion", number]
+            built = self._ingestion_defs(ingestion, translator, yaml, path, Path(context.path))
+            if ingestion.new_data_sensor is not None:
+                with yaml.blame([*path, "new_data_sensor"], ingestion.label):
+                    sensors += self._new_data_sensors(ingestion, built)
+            assets += built
         if self.sensors.discovery:
             sensors += build_kafka_discovery_sensors(assets, default_status=self.sensors.status)
         if self.include_source_assets and assets:
@@ -408,6 +424,33 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             defs = self._flink_sql_defs(entry, translator, folder, {**options, "checks": checks})
         assets = [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
         return assets, list(defs.jobs or ())
+
+    def _ingestion_defs(
+        self,
+        entry: DataIngestionModel,
+        translator: KafkaTranslator,
+        yaml: _Yaml,
+        path: _Path,
+        folder: Path,
+    ) -> list[AssetsDefinition]:
+        """The asset of one ``data_ingestion`` entry."""
+        checks = _checks(entry, yaml, path)
+        key = "pipeline" if entry.pipeline is not None else "pipeline_file"
+        with yaml.blame([*path, key], entry.label):
+            pipeline: Any = entry.pipeline
+            if entry.pipeline_file is not None:
+                pipeline = folder / entry.pipeline_file
+            defs = build_data_ingestion_definitions(
+                pipeline,
+                variables=entry.variables,
+                name=entry.name,
+                translator=translator,
+                checks=checks,
+                kafka_resource_key=self.kafka_resource_key,
+                spark_resource_key=self.spark_resource_key,
+                include_source_assets=False,
+            )
+        return [a for a in defs.assets or () if isinstance(a, AssetsDefinition)]
 
     def _table(self, name: str, yaml: _Yaml, path: _Path) -> KafkaTableSpec:
         if name not in self.tables:
@@ -494,7 +537,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             raise KafkaOptionsError(f"{script}: {exc}", keys=exc.keys) from exc
 
     def _new_data_sensors(
-        self, entry: AssetModel, assets: Sequence[AssetsDefinition]
+        self, entry: AssetModel | DataIngestionModel, assets: Sequence[AssetsDefinition]
     ) -> list[SensorDefinition]:
         model = entry.new_data_sensor
         assert model is not None

@@ -30,6 +30,7 @@ __all__ = [
     "AssetModel",
     "ChecksModel",
     "ColumnModel",
+    "DataIngestionModel",
     "NewDataSensorModel",
     "PartitionsModel",
     "SensorsModel",
@@ -375,3 +376,44 @@ class AssetModel(Model):
         if self.query is not None:
             return f"asset '{self.name or self.sink}'"
         return f"Flink SQL {'file ' + repr(self.sql_file) if self.sql_file else 'statements'}"
+
+
+class DataIngestionModel(Model):
+    """One entry of ``data_ingestion``: a data-ingestion pipeline (``source``, ``sink``,
+    ``route``, ``transform``, ``pipeline``, Kafka → Kafka) run as one asset."""
+
+    pipeline_file: str | None = Field(
+        default=None, description="The pipeline YAML file, relative to this defs.yaml."
+    )
+    pipeline: dict[str, Any] | None = Field(
+        default=None,
+        description="The pipeline inline: 'source' and 'sink' (type: kafka), 'route', "
+        "'transform', 'pipeline'.",
+    )
+    variables: dict[str, str] = Field(
+        default_factory=dict, description="Values of the pipeline's ${name} placeholders."
+    )
+    name: str | None = Field(
+        default=None,
+        description="The asset's name (default: 'pipeline.name', else the file's stem).",
+    )
+    checks: ChecksModel | None = Field(
+        default=None,
+        description="dirty_data and consumer_lag checks (default: dirty data when the source "
+        "tolerates dirty records).",
+    )
+    new_data_sensor: NewDataSensorModel | None = Field(
+        default=None, description="A sensor that runs the pipeline when new data is pending."
+    )
+
+    @model_validator(mode="after")
+    def _one_pipeline(self) -> DataIngestionModel:
+        if (self.pipeline_file is None) == (self.pipeline is None):
+            raise ValueError("a data_ingestion entry takes one of 'pipeline_file' or 'pipeline'")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How messages name the entry."""
+        what = f"file {self.pipeline_file!r}" if self.pipeline_file else "(inline)"
+        return f"data-ingestion pipeline {what}"
