@@ -191,6 +191,27 @@ def decode_udf(
     return F.arrow_udf(_arrow_hints(decode_values, 1), result)  # type: ignore[call-overload]
 
 
+def python_stage(
+    name: str, stage: SparkColumn, tolerated: bool
+) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
+    """A decoding by one Python stage as the formats return it: (stages, (row, error,
+    tolerated)), the stage's ``struct<row, error>`` evaluated once per record as ``name``."""
+    from pyspark.sql import functions as F
+
+    col = F.col(name)
+    return [{name: stage}], (col[ROW], col[ERROR], F.lit(tolerated))
+
+
+def one_expression(
+    staged: tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]],
+) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+    """The (row, error, tolerated) of a :func:`python_stage` decoding as expressions of the raw
+    columns alone (the formats' ``decode``)."""
+    stages, (_, _, tolerated) = staged
+    ((_, decoded),) = stages[0].items()
+    return decoded[ROW], decoded[ERROR], tolerated
+
+
 def _arrow_hints(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
     """``function`` annotated ``pa.Array, ... -> pa.Array``, which is how Spark recognises a
     scalar Arrow UDF (string annotations would not resolve: pyarrow is imported lazily)."""
@@ -246,4 +267,12 @@ def encode_udf(
     return udf(F.struct(*[source.alias(c.name) for source, c in fields]))
 
 
-__all__ = ["decode_udf", "encode_udf", "from_spark", "row_type", "to_spark"]
+__all__ = [
+    "decode_udf",
+    "encode_udf",
+    "from_spark",
+    "one_expression",
+    "python_stage",
+    "row_type",
+    "to_spark",
+]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FormatSpec, avro_schema
 from . import _spark_avro
-from ._python import ERROR, ROW, decode_udf, encode_udf
+from ._python import decode_udf, encode_udf, one_expression, python_stage
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -114,7 +114,6 @@ def decode_stages(
 ) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
     """Decode once per record into a staged column, then read the row and error from it
     (with Spark's ``from_avro`` first where the session has it: see :mod:`._spark_avro`)."""
-    from pyspark.sql import functions as F
 
     settings = _settings(options)
     decoder = _python_decoder(columns, settings)
@@ -123,9 +122,7 @@ def decode_stages(
         schema = avro_schema(columns, legacy=legacy, fmt=NAME)
         fast = _spark_avro.decode_plain(raw, schema)
         return _spark_avro.staged(prefix, fast, raw, decoder, None, columns, legacy)
-    staged = f"{prefix}avro"
-    col = F.col(staged)
-    return [{staged: decoder(raw)}], (col[ROW], col[ERROR], F.lit(False))
+    return python_stage(f"{prefix}avro", decoder(raw), False)
 
 
 def decode(
@@ -137,10 +134,9 @@ def decode(
     Example:
         >>> struct, error, _ = decode(F.col("value"), [Column("v", "INT")], {})  # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
-    decoded = _python_decoder(columns, _settings(options))(raw)
-    return decoded[ROW], decoded[ERROR], F.lit(False)
+    return one_expression(
+        python_stage("avro", _python_decoder(columns, _settings(options))(raw), False)
+    )
 
 
 def encode(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FormatSpec, avro_schema
 from . import _registry, _spark_avro
-from ._python import ERROR, ROW, decode_udf, encode_udf
+from ._python import decode_udf, encode_udf, one_expression, python_stage
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -184,7 +184,6 @@ def decode_stages(
     session has Spark's Avro package, records written with a version of the table's subject are
     decoded by ``from_avro`` first (see :mod:`._spark_avro`).
     """
-    from pyspark.sql import functions as F
 
     settings = _settings(options)
     side = "key" if prefix.endswith("key_") else "value"
@@ -198,10 +197,8 @@ def decode_stages(
                 _registry.header_name(side),
             )  # fmt: skip
             return _spark_avro.staged(prefix, fast, raw, decoder, headers, columns, legacy)
-    staged = f"{prefix}avro"
-    col = F.col(staged)
     stage = decoder(raw, headers) if headers is not None else decoder(raw)
-    return [{staged: stage}], (col[ROW], col[ERROR], F.lit(False))
+    return python_stage(f"{prefix}avro", stage, False)
 
 
 def decode(
@@ -213,10 +210,8 @@ def decode(
     Example:
         >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
-    decoded = _python_decoder(columns, _settings(options), "value", False)(raw)
-    return decoded[ROW], decoded[ERROR], F.lit(False)
+    decoder = _python_decoder(columns, _settings(options), "value", False)
+    return one_expression(python_stage("avro", decoder(raw), False))
 
 
 def encode(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, FormatSpec
 from ..options._protobuf import SCALAR_TYPES, check_columns, is_map_field, message_descriptor
-from ._python import ERROR, ROW, decode_udf, encode_udf, row_type
+from ._python import decode_udf, encode_udf, one_expression, python_stage, row_type
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -300,7 +300,6 @@ def decode_stages(
     Raises:
         KafkaOptionsError: a column is no field of the message, or cannot hold it.
     """
-    from pyspark.sql import functions as F
 
     settings = _settings(options)
     check_columns(settings, columns, "format")
@@ -310,10 +309,8 @@ def decode_stages(
         read = record_reader(columns, conf)
         return lambda data, _headers: read(data)
 
-    staged = f"{prefix}protobuf"
-    col = F.col(staged)
     stage = decode_udf(make_decoder, columns)(raw)
-    return [{staged: stage}], (col[ROW], col[ERROR], F.lit(bool(settings["ignore-parse-errors"])))
+    return python_stage(f"{prefix}protobuf", stage, bool(settings["ignore-parse-errors"]))
 
 
 def decode(
@@ -324,9 +321,7 @@ def decode(
     Example:
         >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
     """
-    stages, (_, _, tolerated) = decode_stages(raw, columns, options, "")
-    ((_, decoded),) = stages[0].items()
-    return decoded[ROW], decoded[ERROR], tolerated
+    return one_expression(decode_stages(raw, columns, options, ""))
 
 
 def encode(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..options import Column, FormatSpec
 from ..options._protobuf import check_columns, file_protos, message_descriptor
 from . import _registry
-from ._python import ERROR, ROW, decode_udf, encode_udf
+from ._python import decode_udf, encode_udf, one_expression, python_stage
 from .protobuf import record_reader, record_writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -165,7 +165,6 @@ def decode_stages(
     Raises:
         KafkaOptionsError: a column is no field of the message, or cannot hold it.
     """
-    from pyspark.sql import functions as F
 
     settings = _settings(options)
     check_columns(settings, columns, "format", fmt=NAME)
@@ -182,14 +181,11 @@ def decode_stages(
 
         return decode
 
-    staged = f"{prefix}protobuf"
-    col = F.col(staged)
     if headers is not None:
         stage = decode_udf(make_decoder, columns, with_headers=True)(raw, headers)
     else:
         stage = decode_udf(make_decoder, columns)(raw)
-    tolerated = F.lit(bool(settings["ignore-parse-errors"]))
-    return [{staged: stage}], (col[ROW], col[ERROR], tolerated)
+    return python_stage(f"{prefix}protobuf", stage, bool(settings["ignore-parse-errors"]))
 
 
 def decode(
@@ -200,9 +196,7 @@ def decode(
     Example:
         >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
     """
-    stages, (_, _, tolerated) = decode_stages(raw, columns, options, "")
-    ((_, decoded),) = stages[0].items()
-    return decoded[ROW], decoded[ERROR], tolerated
+    return one_expression(decode_stages(raw, columns, options, ""))
 
 
 def encode(
