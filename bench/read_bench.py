@@ -9,6 +9,10 @@ then measures records per second of
 - ``reader_rps``: ``read_splits`` over the planned splits into Spark's no-op sink, raw value
   bytes only; ``reader_fields_rps`` the same with the fields JSON decoding reads;
 - ``reader_json_rps``: the reader plus JSON decoding into the order schema (``decode_records``);
+- ``json_step_rps``: a run's whole JSON read step (plan, read, decode, input statistics) into the
+  no-op sink, and the anchor, Spark's own Kafka source (``spark_value_rps``, ``spark_json_rps``
+  with ``from_json``), in the same session (``ratio_json_step_vs_spark``,
+  ``ratio_json_step_vs_raw``, ``ratio_value_vs_spark``);
 - ``reader_avro_rps``: the same orders as Avro datums (format ``avro``, the schema derived from
   the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``);
 
@@ -17,8 +21,9 @@ Python workers. The last line printed is one JSON object with every figure; see
 ``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; best of n),
-``BENCH_BATCH`` (the reader's batch size), ``BENCH_WARMUP`` (records each Spark query reads
-before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION`` (``none`` or
+``BENCH_BATCH`` (the reader's batch size), ``BENCH_SPARK_KAFKA`` (0: no Spark Kafka source
+anchor), ``BENCH_WARMUP`` (records each Spark query reads before the timed runs; a twentieth of
+``BENCH_RECORDS``), ``BENCH_COMPRESSION`` (``none`` or
 ``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
 """
 
@@ -140,6 +145,32 @@ def raw_loop(
     return records / elapsed, max(r[2] for r in outcome), sum(r[3] for r in outcome)
 
 
+#: ``BENCH_SPARK_KAFKA=0`` leaves Spark's own Kafka source (the anchor) out.
+SPARK_KAFKA = os.environ.get("BENCH_SPARK_KAFKA", "1").strip() != "0"
+
+
+def spark_kafka_package() -> str:
+    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
+    if Maven Central has it, else the minor version's first release."""
+    import urllib.request
+
+    import pyspark
+
+    from dagster_kafka_flinklike.local._fetch import maven_repository
+
+    version = pyspark.__version__.split("+")[0]
+    artifact = "spark-sql-kafka-0-10_2.13"
+    for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
+        folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
+        url = f"{folder}/{artifact}-{candidate}.pom"
+        try:
+            with urllib.request.urlopen(url, timeout=30):
+                return f"org.apache.spark:{artifact}:{candidate}"
+        except OSError:
+            continue
+    raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
+
+
 def start_spark() -> SparkSession:
     """The local Spark session the library's resources build (``local[2]``)."""
     from pyspark.sql import SparkSession
@@ -152,6 +183,10 @@ def start_spark() -> SparkSession:
 
     config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
     config = with_spark_avro(config)
+    if SPARK_KAFKA:
+        # The anchor: Spark's own Kafka source of this Spark release (Ivy fetches it and its
+        # dependencies from Maven Central once), read side by side in the same session.
+        config["spark.jars.packages"] = spark_kafka_package()
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():
@@ -369,7 +404,18 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
     records = work.records
     settings = consumer_settings(work.consumer_config)
     runs: Runs = {
-        name: [] for name in ("single", "raw", "raw_gc_paused", "reader", "fields", "json", "avro")
+        name: []
+        for name in (
+            "single",
+            "raw",
+            "raw_gc_paused",
+            "reader",
+            "fields",
+            "json",
+            "avro",
+            "json_step",
+            *(("spark_value", "spark_json") if SPARK_KAFKA else ()),
+        )
     }
     raw_rss = 0.0
 
@@ -428,7 +474,70 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
         if run.rows != records:
             raise RuntimeError(f"reader + Avro returned {run.rows} rows, expected {records}")
         record("avro", f"reader + Avro -> noop{tag}", run.seconds, run.cpu, run)
+
+        run = json_step(spark, work)
+        record("json_step", f"a run's JSON read step -> noop{tag}", run.seconds, run.cpu, run)
+        if SPARK_KAFKA:
+            for name, label, json_schema in (
+                ("spark_value", "Spark's Kafka source (value) -> noop", None),
+                ("spark_json", "Spark's Kafka source + from_json -> noop", work.spec),
+            ):
+                frame = spark_kafka_frame(spark, work, json_schema)
+                if attempt == 1 and (rows := frame.count()) != records:  # not timed
+                    raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
+                run = timed_noop_write(spark, frame)
+                record(name, label + tag, run.seconds, run.cpu, run)
     return runs, raw_rss
+
+
+def json_step(spark: SparkSession, work: Workload) -> SparkRun:
+    """What a streaming asset pays to read a JSON source, into the no-op sink: resolve the
+    table, plan its offsets, read, decode with the dirty-data columns, count the run's input
+    statistics (``decode_table``), write the clean rows."""
+    from dagster_kafka_flinklike.run.decode import decode_table
+    from dagster_kafka_flinklike.run.plan import plan_table
+    from dagster_kafka_flinklike.run.read import read_table
+    from dagster_kafka_flinklike.run.tables import KafkaClients, resolve_table
+
+    meter = common.CpuMeter()
+    began = time.monotonic()
+    table = resolve_table(work.spec, {})
+    clients = KafkaClients()
+    try:
+        plan = plan_table(table, clients.admin(table), None)
+        decoded = decode_table(table, read_table(spark, table, plan))
+        decoded.frame.write.format("noop").mode("overwrite").save()
+        decoded.decoded.unpersist()
+    finally:
+        clients.clear()
+    elapsed = time.monotonic() - began
+    if decoded.stats.records != work.records or decoded.stats.dirty:
+        raise RuntimeError(f"the JSON step read {decoded.stats}, expected {work.records} clean")
+    used, jit = meter.used(), meter.jit()
+    return SparkRun(elapsed, decoded.stats.records, used["spark-jvm"], jit["spark-jvm"],
+                    used["spark-python"], 0)  # fmt: skip
+
+
+def spark_kafka_frame(spark: SparkSession, work: Workload, spec: Any) -> DataFrame:
+    """The topic through Spark's own Kafka source: the value, or (``spec`` given) the value
+    parsed by ``from_json`` into the table's columns."""
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.options import struct_type
+
+    frame = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", work.spec.bootstrap_servers)
+        .option("subscribe", work.topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+    if spec is None:
+        return frame.select("value")
+    options = {"timestampNTZFormat": "yyyy-MM-dd HH:mm:ss"}
+    parsed = F.from_json(F.col("value").cast("string"), struct_type(spec.columns), options)
+    return frame.select(parsed.alias("row")).select("row.*")
 
 
 def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]:
@@ -464,6 +573,18 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         "ratio_fields": round(best["fields"] / best["raw"], 3),
         "ratio_json": round(best["json"] / best["raw"], 3),
         "ratio_avro": round(best["avro"] / best["raw"], 3),
+        "json_step_rps": round(best["json_step"]),
+        "ratio_json_step_vs_raw": round(best["json_step"] / best["reader"], 3),
+        **(
+            {
+                "spark_value_rps": round(best["spark_value"]),
+                "spark_json_rps": round(best["spark_json"]),
+                "ratio_json_step_vs_spark": round(best["json_step"] / best["spark_json"], 3),
+                "ratio_value_vs_spark": round(best["reader"] / best["spark_value"], 3),
+            }
+            if "spark_value" in best
+            else {}
+        ),
         "ratio_avro_vs_json": round(best["avro"] / best["json"], 3),
         "ratio_raw_gc_paused": round(best["reader"] / best["raw_gc_paused"], 3),
         "decode_cost_s": round(fastest["json"] - fastest["fields"], 2),
