@@ -21,7 +21,8 @@ A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``m
 ``encode(fields, options, kind)`` writes each row as its row kind says.
 
 A format whose module sets ``NEEDS_HEADERS = True`` (``avro-confluent``, ``protobuf-confluent``:
-schema ids in headers) also gets the records' headers: ``decode_stages(..., headers=column)``.
+schema ids in headers) also gets the records' headers and which side of the record it decodes:
+``decode_stages(..., headers=column, side="key" | "value")``.
 
 Binary formats (``avro``, ``avro-confluent``, ``protobuf``, ``protobuf-confluent``) decode and
 encode in the executors' Python workers (see :mod:`._python`).

@@ -127,10 +127,9 @@ def _error_text(exc: BaseException) -> str:
 def decode_udf(
     make_decoder: Callable[[], Callable[[bytes, Any], Any]],
     columns: Sequence[Column],
-    *,
-    with_headers: bool = False,
 ) -> Callable[..., SparkColumn]:
-    """A Spark function of the raw bytes (and headers) giving ``struct<row, error>``.
+    """A Spark function ``(raw, headers=None)`` of the raw bytes (and the records' headers, for
+    formats that read them) giving ``struct<row, error>``.
 
     ``make_decoder()`` runs once per Python worker and returns ``decode(data, headers)``, which
     returns the record's fields as a dict (``None``: no row) or raises: any exception makes the
@@ -186,9 +185,13 @@ def decode_udf(
     def decode_values(values: Any) -> Any:
         return decode_batch(values, None)
 
-    if with_headers:
-        return F.arrow_udf(_arrow_hints(decode_batch, 2), result)  # type: ignore[call-overload]
-    return F.arrow_udf(_arrow_hints(decode_values, 1), result)  # type: ignore[call-overload]
+    with_headers = F.arrow_udf(_arrow_hints(decode_batch, 2), result)  # type: ignore[call-overload]
+    values_only = F.arrow_udf(_arrow_hints(decode_values, 1), result)  # type: ignore[call-overload]
+
+    def apply(raw: SparkColumn, headers: SparkColumn | None = None) -> SparkColumn:
+        return values_only(raw) if headers is None else with_headers(raw, headers)
+
+    return apply
 
 
 def python_stage(

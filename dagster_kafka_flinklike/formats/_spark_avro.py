@@ -46,7 +46,7 @@ def _native(t: FlinkType) -> bool:
     return t.name in _NATIVE
 
 
-def usable(columns: Sequence[Column], legacy: bool) -> bool:
+def usable(columns: Sequence[Column]) -> bool:
     """Whether the session has Spark's Avro package and ``from_avro`` yields these columns:
     native types at any depth, and top-level TIMESTAMP columns."""
     from pyspark.sql import SparkSession
@@ -153,7 +153,7 @@ def staged(
 
     jvm, python = f"{prefix}avro_jvm", f"{prefix}avro"
     left = F.when(F.col(jvm)[_SENTINEL].isNull() & raw.isNotNull(), raw)
-    stage = slow(left, headers) if headers is not None else slow(left)
+    stage = slow(left, headers)
     row = F.coalesce(_as_declared(F.col(jvm), columns, legacy), F.col(python)[ROW])
     return [{jvm: fast}, {python: stage}], (row, F.col(python)[ERROR], F.lit(False))
 

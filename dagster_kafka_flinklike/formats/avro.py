@@ -29,10 +29,8 @@ def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
     return format_settings(NAME, options)
 
 
-def datum_reader(
-    writer: str, reader: str | None = None, encoding: str = "binary"
-) -> Callable[[bytes], Any]:
-    """A function reading one Avro datum written with schema ``writer`` into ``reader``'s shape.
+def datum_reader(schema: str, encoding: str = "binary") -> Callable[[bytes], Any]:
+    """A function reading one Avro datum of ``schema``.
 
     Example:
         >>> schema = avro_schema([Column("v", "INT")])
@@ -41,19 +39,18 @@ def datum_reader(
     """
     import fastavro
 
-    parsed_writer = fastavro.parse_schema(json.loads(writer))
-    parsed_reader = fastavro.parse_schema(json.loads(reader)) if reader else None
+    parsed = fastavro.parse_schema(json.loads(schema))
     if encoding == "json":
 
         def read_json(data: bytes) -> Any:
-            records = fastavro.json_reader(io.StringIO(data.decode("utf-8")), parsed_writer)
+            records = fastavro.json_reader(io.StringIO(data.decode("utf-8")), parsed)
             return next(iter(records))
 
         return read_json
 
     def read(data: bytes) -> Any:
         try:
-            return fastavro.schemaless_reader(io.BytesIO(data), parsed_writer, parsed_reader)
+            return fastavro.schemaless_reader(io.BytesIO(data), parsed)
         except Exception as exc:  # fastavro raises many types on corrupt bytes: all are dirty
             raise ValueError(
                 f"not an Avro datum of the schema ({type(exc).__name__}: {exc})"
@@ -100,7 +97,7 @@ def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> A
     encoding = settings["encoding"]
 
     def make_decoder() -> Callable[[bytes, Any], Any]:
-        read = datum_reader(schema, None, encoding)
+        read = datum_reader(schema, encoding)
         return lambda data, _headers: read(data)
 
     return decode_udf(make_decoder, columns)
@@ -118,7 +115,7 @@ def decode_stages(
     settings = _settings(options)
     decoder = _python_decoder(columns, settings)
     legacy = settings["timestamp_mapping.legacy"]
-    if settings["encoding"] == "binary" and _spark_avro.usable(columns, legacy):
+    if settings["encoding"] == "binary" and _spark_avro.usable(columns):
         schema = avro_schema(columns, legacy=legacy, fmt=NAME)
         fast = _spark_avro.decode_plain(raw, schema)
         return _spark_avro.staged(prefix, fast, raw, decoder, None, columns, legacy)

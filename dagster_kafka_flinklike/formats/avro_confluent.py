@@ -142,9 +142,7 @@ def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkC
     return raw.isNull()
 
 
-def _python_decoder(
-    columns: Sequence[Column], settings: Mapping[str, Any], side: str, with_headers: bool
-) -> Any:
+def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any], side: str) -> Any:
     """The per-record decoder (writer schema by id from the registry, resolved into the
     table's), as a Spark function of the raw bytes (and headers)."""
     conf = dict(settings["registry"])
@@ -168,7 +166,7 @@ def _python_decoder(
 
         return decode
 
-    return decode_udf(make_decoder, columns, with_headers=with_headers)
+    return decode_udf(make_decoder, columns)
 
 
 def decode_stages(
@@ -177,6 +175,7 @@ def decode_stages(
     options: FormatSpec | Mapping[str, Any],
     prefix: str,
     headers: SparkColumn | None = None,
+    side: str = "value",
 ) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
     """Decode once per record into a staged column, then read the row and error from it.
 
@@ -186,10 +185,9 @@ def decode_stages(
     """
 
     settings = _settings(options)
-    side = "key" if prefix.endswith("key_") else "value"
-    decoder = _python_decoder(columns, settings, side, headers is not None)
+    decoder = _python_decoder(columns, settings, side)
     legacy = settings["timestamp_mapping.legacy"]
-    if _spark_avro.usable(columns, legacy):
+    if _spark_avro.usable(columns):
         writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
         if writers:
             fast = _spark_avro.decode_confluent(
@@ -197,8 +195,7 @@ def decode_stages(
                 _registry.header_name(side),
             )  # fmt: skip
             return _spark_avro.staged(prefix, fast, raw, decoder, headers, columns, legacy)
-    stage = decoder(raw, headers) if headers is not None else decoder(raw)
-    return python_stage(f"{prefix}avro", stage, False)
+    return python_stage(f"{prefix}avro", decoder(raw, headers), False)
 
 
 def decode(
@@ -210,7 +207,7 @@ def decode(
     Example:
         >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
     """
-    decoder = _python_decoder(columns, _settings(options), "value", False)
+    decoder = _python_decoder(columns, _settings(options), "value")
     return one_expression(python_stage("avro", decoder(raw), False))
 
 

@@ -157,6 +157,7 @@ def decode_stages(
     options: FormatSpec | Mapping[str, Any],
     prefix: str,
     headers: SparkColumn | None = None,
+    side: str = "value",
 ) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
     """Decode once per record into a staged column, then read the row and error from it.
 
@@ -169,7 +170,6 @@ def decode_stages(
     settings = _settings(options)
     check_columns(settings, columns, "format", fmt=NAME)
     conf = dict(settings)
-    side = "key" if prefix.endswith("key_") else "value"
 
     def make_decoder() -> Callable[[bytes, Any], Any]:
         read = record_reader(columns, conf)
@@ -181,10 +181,7 @@ def decode_stages(
 
         return decode
 
-    if headers is not None:
-        stage = decode_udf(make_decoder, columns, with_headers=True)(raw, headers)
-    else:
-        stage = decode_udf(make_decoder, columns)(raw)
+    stage = decode_udf(make_decoder, columns)(raw, headers)
     return python_stage(f"{prefix}protobuf", stage, bool(settings["ignore-parse-errors"]))
 
 

@@ -407,7 +407,6 @@ def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = No
         return {"artifact": artifact, "version": version, "sha1": actual}
 
     folder = _cache_root(cache_dir) / "spark-packages" / f"{artifact}-{version}"
-    folder.parent.mkdir(parents=True, exist_ok=True)
     return _fetch_once(folder, f"Spark's {artifact} {version}", fill, "a few seconds") / name
 
 

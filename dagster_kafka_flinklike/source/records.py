@@ -154,7 +154,11 @@ def _decode(
         )
         parts = {"rows": rows, **({"meta": meta_struct} if meta_struct is not None else {})}
     else:
-        extra = {"headers": F.col(column_name("headers"))} if needs_headers(fmt.name) else {}
+        extra = (
+            {"headers": F.col(column_name("headers")), "side": side}
+            if needs_headers(fmt.name)
+            else {}
+        )
         stages, (struct, error, tolerated) = module.decode_stages(
             raw, columns_in_format, fmt, f"__dkf_{side}_", **extra
         )
