@@ -13,6 +13,9 @@ A format module has
   where Spark would otherwise repeat it inside conditional and higher-order expressions.
 - ``skipped(raw, options) -> bool column``: records the format yields no row for (cheap to
   evaluate, so callers can drop them without decoding twice).
+- optionally ``native_decoder(columns, options) -> callable | None``: a decoder of a whole
+  Arrow batch of raw bytes into a struct of the ``columns`` (null where a record needs
+  ``decode_stages``), which the reader's tasks run where the bytes already are (``json``).
 - ``encode(fields, options) -> bytes``: ``fields`` are (Spark column, :class:`Column`) pairs.
 
 A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``maxwell-json``,
@@ -33,12 +36,12 @@ encode in the executors' Python workers (see :mod:`._python`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import KafkaOptionsError
-from ..options import FormatSpec
+from ..options import Column, FormatSpec
 from . import (
     avro,
     avro_confluent,
@@ -52,6 +55,10 @@ from . import (
     protobuf_confluent,
     raw,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
 
 _FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "avro": avro,
                                    "avro-confluent": avro_confluent, "protobuf": protobuf,
@@ -128,4 +135,33 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["format_module", "format_settings", "is_changelog", "needs_headers"]
+class NativeDecoder(Protocol):
+    """Decodes an Arrow array of raw bytes into a struct array of ``spark_type`` (same length,
+    null where a record needs the per-record decoding)."""
+
+    spark_type: StructType
+
+    def __call__(self, values: pa.Array) -> pa.Array: ...
+
+
+def native_decoder(
+    name: str, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> NativeDecoder | None:
+    """Format ``name``'s decoder of whole Arrow batches for ``columns``, if it has one.
+
+    Example:
+        >>> native_decoder("raw", [], {}) is None
+        True
+    """
+    build = getattr(format_module(name), "native_decoder", None)
+    return None if build is None else build(columns, options)
+
+
+__all__ = [
+    "NativeDecoder",
+    "format_module",
+    "format_settings",
+    "is_changelog",
+    "native_decoder",
+    "needs_headers",
+]

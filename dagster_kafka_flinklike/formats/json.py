@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql.types import DataType
 
+    from ._arrow_json import NativeJson
+
 CORRUPT = "__dkf_corrupt_record"
 SNIPPET = 60
 _SHORT = 64
@@ -495,6 +497,17 @@ def decode_stages(
     stager = Stager(prefix, 2)
     result = _decode(raw, columns, options, stager)
     return stager.stages, result
+
+
+def native_decoder(
+    columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> NativeJson | None:
+    """A decoder of whole Arrow batches of values (Arrow's C++ JSON parser) that the reader's
+    tasks run where the bytes are; None when ``columns`` need the per-record decoding only
+    (see :mod:`._arrow_json`). A record it leaves null goes through :func:`decode_stages`."""
+    from ._arrow_json import native_decoder as arrow_decoder
+
+    return arrow_decoder(columns, _settings(options))
 
 
 def decode_with(

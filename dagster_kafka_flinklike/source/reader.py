@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +35,7 @@ from .enumerator import KafkaSplit
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
 
 #: Every field a record has, in Flink's metadata names (raw key/value as ``key``/``value``).
 RECORD_FIELDS = (
@@ -112,21 +114,55 @@ def arrow_schema(fields: Sequence[str]) -> pa.Schema:
     return pa.schema([(column_name(f), types[f]) for f in fields])
 
 
-def spark_schema(fields: Sequence[str]) -> str:
-    """The Spark DDL schema of the raw record columns for ``fields``."""
+def spark_schema(fields: Sequence[str], derived: Sequence[DerivedColumn] = ()) -> StructType:
+    """The Spark schema of the raw record columns for ``fields``, then the ``derived`` columns."""
+    from pyspark.sql import types as T
+
     _check_fields(fields)
-    ddl = {
-        "key": "binary",
-        "value": "binary",
-        "topic": "string",
-        "partition": "int",
-        "offset": "bigint",
-        "timestamp": "timestamp",
-        "timestamp-type": "string",
-        "headers": "array<struct<key:string,value:binary>>",
-        "leader-epoch": "int",
+    types = {
+        "key": T.BinaryType(),
+        "value": T.BinaryType(),
+        "topic": T.StringType(),
+        "partition": T.IntegerType(),
+        "offset": T.LongType(),
+        "timestamp": T.TimestampType(),
+        "timestamp-type": T.StringType(),
+        "headers": T.ArrayType(
+            T.StructType(
+                [T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())]
+            )
+        ),
+        "leader-epoch": T.IntegerType(),
     }
-    return ", ".join(f"{column_name(f)} {ddl[f]}" for f in fields)
+    return T.StructType(
+        [T.StructField(column_name(f), types[f]) for f in fields]
+        + [T.StructField(d.name, d.spark_type) for d in derived]
+    )
+
+
+@dataclass(frozen=True)
+class DerivedColumn:
+    """A column computed from a raw field of each Arrow batch in the task that reads it (a
+    format's native decoding of the values, where the bytes already are).
+
+    Example:
+        >>> DerivedColumn("__dkf_value_native", "value", StructType([]), decode)  # doctest: +SKIP
+    """
+
+    name: str
+    #: The raw record field it is computed from (one of the fields read).
+    source: str
+    spark_type: DataType
+    #: Arrow array of the source field → Arrow array of ``spark_type``, same length.
+    compute: Callable[[pa.Array], pa.Array]
+
+
+def _with_derived(batch: pa.RecordBatch, derived: Sequence[DerivedColumn]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    arrays = [*batch.columns, *(d.compute(batch.column(column_name(d.source))) for d in derived)]
+    names = [*batch.schema.names, *(d.name for d in derived)]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def consumer_settings(consumer_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -470,10 +506,12 @@ def read_splits(
     fields: Sequence[str] = ("key", "value", "topic", "partition", "offset", "timestamp"),
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    derived: Sequence[DerivedColumn] = (),
 ) -> DataFrame:
     """A DataFrame of the raw records of ``splits``: one Spark task per split.
 
-    Columns are the record ``fields`` (``timestamp-type`` becomes ``timestamp_type``). The Spark
+    Columns are the record ``fields`` (``timestamp-type`` becomes ``timestamp_type``), then the
+    ``derived`` columns, computed batch by batch in the reading task. The Spark
     Python workers keep each finished split's consumer for their next split with the same
     settings (closed after :data:`IDLE_CONSUMER_TIMEOUT_S` unused).
 
@@ -481,7 +519,11 @@ def read_splits(
         >>> df = read_splits(spark, plan.splits, client_config(spec.properties))  # doctest: +SKIP
     """
     fields = tuple(fields)
-    schema = spark_schema(fields)
+    derived = tuple(derived)
+    missing = [d.source for d in derived if d.source not in fields]
+    if missing:
+        raise KafkaConnectorError(f"Derived columns read field(s) {missing} that are not read.")
+    schema = spark_schema(fields, derived)
     split_list = list(splits)
     config = dict(consumer_config)
     if not split_list:
@@ -491,9 +533,10 @@ def read_splits(
         settle_worker_heap()
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                yield from read_split(
+                for records in read_split(
                     split_list[index], config, fields, batch_size=batch_size, keep_consumer=True
-                )
+                ):
+                    yield _with_derived(records, derived) if derived else records
 
     n = len(split_list)
     return spark.range(0, n, 1, n).mapInArrow(read_partition, schema)

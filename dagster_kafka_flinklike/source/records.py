@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formats import format_module, is_changelog, needs_headers
+from ..formats import format_module, is_changelog, native_decoder, needs_headers
 from ..options import (
     ROW_KIND,
     Column,
@@ -27,7 +27,7 @@ from ..options import (
     parse_header_filter,
     spark_type,
 )
-from .reader import column_name
+from .reader import DerivedColumn, column_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -86,6 +86,37 @@ def record_fields(spec: KafkaTableSpec) -> tuple[str, ...]:
     return tuple(wanted)
 
 
+def native_columns(spec: KafkaTableSpec) -> tuple[DerivedColumn, ...]:
+    """The columns the reader's tasks decode natively, batch by batch, for ``spec``: one per
+    side (key, value) whose format has a native decoder for its columns (see
+    :func:`..formats.native_decoder`). :func:`decode_records` uses them where present.
+
+    Example:
+        >>> [c.name for c in native_columns(orders)]  # doctest: +SKIP
+        ['__dkf_value_native']
+    """
+    derived = []
+    for side, fmt, columns, prefix in _sides(spec):
+        if is_changelog(fmt.name):
+            continue
+        decoder = native_decoder(fmt.name, _unprefixed(columns, prefix), fmt)
+        if decoder is not None:
+            derived.append(DerivedColumn(_native(side), side, decoder.spark_type, decoder))
+    return tuple(derived)
+
+
+def _native(side: str) -> str:
+    return f"__dkf_{side}_native"
+
+
+def _sides(spec: KafkaTableSpec) -> list[tuple[str, FormatSpec, tuple[Column, ...], str]]:
+    """The decoded sides of a record: (side, format, columns, field prefix)."""
+    sides = [("value", spec.value_format, spec.value_columns, spec.value_fields_prefix)]
+    if spec.key_format is not None and spec.key_columns:
+        sides.append(("key", spec.key_format, spec.key_columns, spec.key_fields_prefix))
+    return sides
+
+
 def format_metadata_keys(spec: KafkaTableSpec) -> list[str]:
     """The value format's own metadata keys (``value.<key>``) the table's columns read, in
     order, each once."""
@@ -137,14 +168,24 @@ def _metadata(column: Column, format_keys: list[str]) -> SparkColumn:
 
 
 def _decode(
-    fmt: FormatSpec, columns: tuple[Column, ...], prefix: str, side: str, meta: list[str]
+    fmt: FormatSpec,
+    columns: tuple[Column, ...],
+    prefix: str,
+    side: str,
+    meta: list[str],
+    native: bool = False,
 ) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn]:
     """Decode the record ``side`` (key or value): its projection stages, its parts (``struct``
     — for a changelog format ``rows`` and ``meta`` instead —, ``error`` with context,
-    ``tolerated``) and whether the format yields no row for the record."""
+    ``tolerated``) and whether the format yields no row for the record.
+
+    With ``native``, the reader decoded the side batch by batch (:func:`native_columns`): the
+    per-record decoding sees only the records that decoding left null."""
     from pyspark.sql import functions as F
 
     raw = F.col(side)
+    if native:
+        raw = F.when(F.col(_native(side)).isNull(), raw)
     module = format_module(fmt.name)
     columns_in_format = _unprefixed(columns, prefix)
     parts: dict[str, SparkColumn]
@@ -162,9 +203,13 @@ def _decode(
         stages, (struct, error, tolerated) = module.decode_stages(
             raw, columns_in_format, fmt, f"__dkf_{side}_", **extra
         )
-        parts = {"struct": struct}
+        parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
-    return stages, {**parts, "error": error, "tolerated": tolerated}, module.skipped(raw, fmt)
+    return (
+        stages,
+        {**parts, "error": error, "tolerated": tolerated},
+        module.skipped(F.col(side), fmt),
+    )
 
 
 def _merged(
@@ -192,16 +237,16 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
     if spec.header_filter:
         raw = raw.filter(parse_header_filter(spec.header_filter).to_column(F.col("headers")))
     meta = format_metadata_keys(spec)
-    value_fmt = spec.value_format
-    stages, value, no_row = _decode(
-        value_fmt, spec.value_columns, spec.value_fields_prefix, "value", meta
-    )
-    sides = {"value": value}
-    if spec.key_format is not None and spec.key_columns:
-        key_stages, sides["key"], _ = _decode(
-            spec.key_format, spec.key_columns, spec.key_fields_prefix, "key", []
+    natives = set(raw.columns) & {_native("key"), _native("value")}
+    stages: list[dict[str, SparkColumn]] = []
+    sides: dict[str, dict[str, SparkColumn]] = {}
+    for side, fmt, columns, prefix in _sides(spec):
+        side_stages, sides[side], side_no_row = _decode(
+            fmt, columns, prefix, side, meta if side == "value" else [], _native(side) in natives
         )
-        stages = _merged(stages, key_stages)
+        stages = _merged(stages, side_stages)
+        if side == "value":
+            no_row = side_no_row
     if spec.is_upsert:  # a null value is a deletion of its key: kept
         no_row = no_row & F.col("value").isNotNull()
     raw = raw.filter(~no_row)
@@ -224,7 +269,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
     decoded = decoded.withColumn(ERROR, error).withColumn(TOLERATED, tolerated)
 
-    changelog = "rows" in value
+    changelog = "rows" in sides["value"]
     if changelog:
         decoded, value_struct, kind, start = _changelog_rows(decoded)
     else:

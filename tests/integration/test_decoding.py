@@ -22,6 +22,7 @@ from dagster_kafka_flinklike.source.records import (
     PROVENANCE,
     TOLERATED,
     decode_records,
+    native_columns,
     record_fields,
 )
 
@@ -64,8 +65,9 @@ def table(
     )
 
 
-def read_table(spark: Any, spec: KafkaTableSpec) -> Any:
-    """``decode_records`` over every record of the table's topics (splits built here)."""
+def read_table(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
+    """``decode_records`` over every record of the table's topics (splits built here), with the
+    formats' native decoding in the reading tasks as a run has it (unless not ``native``)."""
     consumer = Consumer({"bootstrap.servers": spec.bootstrap_servers, "group.id": "decoding"})
     splits = []
     try:
@@ -76,13 +78,19 @@ def read_table(spark: Any, spec: KafkaTableSpec) -> Any:
                 splits.append(KafkaSplit(topic, p, low, high))
     finally:
         consumer.close()
-    raw = read_splits(spark, splits, client_config(spec.properties), record_fields(spec))
+    raw = read_splits(
+        spark,
+        splits,
+        client_config(spec.properties),
+        record_fields(spec),
+        derived=native_columns(spec) if native else (),
+    )
     return decode_records(spec, raw)
 
 
-def rows(spark: Any, spec: KafkaTableSpec) -> list[dict[str, Any]]:
+def rows(spark: Any, spec: KafkaTableSpec, native: bool = True) -> list[dict[str, Any]]:
     """Decoded rows as dicts, ordered by partition and offset."""
-    decoded = read_table(spark, spec).orderBy("__dkf_partition", "__dkf_offset")
+    decoded = read_table(spark, spec, native).orderBy("__dkf_partition", "__dkf_offset")
     return [r.asDict(recursive=True) for r in decoded.collect()]
 
 

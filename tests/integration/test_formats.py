@@ -148,6 +148,79 @@ def test_json_malformed_records_and_records_without_rows(kafka_bootstrap, new_to
     assert got[-1]["i"] == 2
 
 
+NATIVE_COLUMNS = [
+    {"name": "id", "type": "BIGINT"},
+    {"name": "t", "type": "TINYINT"},
+    {"name": "s", "type": "SMALLINT"},
+    {"name": "i", "type": "INT"},
+    {"name": "name", "type": "STRING"},
+    {"name": "amount", "type": "DOUBLE"},
+    {"name": "f", "type": "FLOAT"},
+    {"name": "price", "type": "DECIMAL(6, 2)"},
+    {"name": "ok", "type": "BOOLEAN"},
+    {"name": "at", "type": "TIMESTAMP(3)"},
+    {"name": "ltz", "type": "TIMESTAMP_LTZ(3)"},
+    {"name": "day", "type": "DATE"},
+    {"name": "clock", "type": "TIME"},
+    {"name": "tags", "type": "ARRAY<STRING>"},
+    {"name": "props", "type": "ROW<owner STRING, engine ROW<name STRING, version INT>>"},
+    {"name": "points", "type": "ARRAY<ROW<x DOUBLE, y DOUBLE>>"},
+]
+#: Records the native batch decoding takes: each must decode exactly as the per-record way.
+NATIVE_RECORDS = [
+    '{"id": 9223372036854775807, "t": -128, "s": 32767, "i": -2147483648, "name": "Ada"}',
+    '{"id": -0, "name": "\\u00e9\\ud83d\\ude00 \\"quoted\\" back\\\\slash \\/", "ok": false}',
+    '{"amount": 1e300, "f": 0.1, "price": 12.5, "ok": null}',
+    '{"amount": -1.5E-7, "price": "99.99", "at": "2021-03-24 10:00:00.123456"}',
+    '{"amount": 3, "price": 1e2, "ltz": "2021-03-24 10:00:00.5Z", "day": "2021-03-24"}',
+    '{"clock": "10:00:00.5", "tags": [], "props": {}, "points": [{"x": 1, "y": null}, null]}',
+    '{"tags": ["a", null, ""], "props": {"owner": "o", "engine": {"name": "v8"}}}',
+    '{"props": null, "points": null, "unknown": {"deep": [1, {"x": [true]}]}, "name": ""}',
+    '{ "id" : 5 ,\n "name" :\t"tabbed" }',
+    "{}",
+]
+
+
+def test_json_native_batches_decode_as_the_per_record_way(kafka_bootstrap, new_topic, spark):
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.source.records import native_columns
+    from tests.integration.test_decoding import read_table
+
+    topic = new_topic(partitions=1)
+    send(kafka_bootstrap, topic, [{"value": r.encode()} for r in NATIVE_RECORDS])
+    spec = table(topic, kafka_bootstrap, {"format": "json"}, NATIVE_COLUMNS)
+    assert [c.name for c in native_columns(spec)] == ["__dkf_value_native"]
+    native = rows(spark, spec)
+    assert native == rows(spark, spec, native=False)
+    assert errors(native) == [None] * len(NATIVE_RECORDS)
+    assert native[1]["name"] == '\u00e9\U0001f600 "quoted" back\\slash /'
+    assert native[3]["price"] == Decimal("99.99")
+    # Every record was decoded natively: none went through the per-record decoding.
+    decoded = read_table(spark, spec).agg(F.count("__dkf_offset").alias("n")).collect()[0]["n"]
+    assert decoded == len(NATIVE_RECORDS)
+    from dagster_kafka_flinklike.source.reader import read_splits
+
+    raw = read_splits(
+        spark, [_split(kafka_bootstrap, topic)], {"bootstrap.servers": kafka_bootstrap},
+        ("value",), derived=native_columns(spec),
+    )  # fmt: skip
+    assert raw.filter(F.col("__dkf_value_native").isNull()).count() == 0
+
+
+def _split(bootstrap: str, topic: str) -> Any:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from dagster_kafka_flinklike.source.enumerator import KafkaSplit
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "native"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()
+    return KafkaSplit(topic, 0, low, high)
+
+
 NESTED = [
     {"name": "id", "type": "INT"},
     {"name": "props", "type": "ROW<owner STRING, engine ROW<name STRING, version INT>>"},

@@ -1,0 +1,189 @@
+"""The ``json`` format's native decoding: a batch of values parsed by Arrow's C++ JSON reader.
+
+The reader's tasks run this where the bytes already are (the Arrow batch a task builds), so a
+clean record never goes through Spark's per-record JSON parsing. It gives a value only where the
+result is certainly what Flink's JSON format gives (see :mod:`.json`); every other record is left
+null, and :func:`.json.decode_stages` decodes it with the full semantics: errors, numbers written
+as strings, missing fields, duplicate keys, ``NaN`` and the rest.
+
+- A value is a candidate when it starts with ``{`` and ends with ``}``; the candidates of a batch
+  are joined into one newline-delimited buffer and parsed at once into the declared types. A
+  value holding a second document, or a newline that breaks it, changes the row count or fails
+  the parse, and then the whole batch goes the per-record way; so do invalid UTF-8, ``NaN`` or
+  ``Infinity`` anywhere in the batch (Arrow accepts them, Flink does not), and any conversion
+  Arrow refuses (a string in a numeric column, a fractional number in an integer one, a DECIMAL
+  that needs rounding).
+- DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are read as text and checked against
+  ``timestamp-format.standard``'s shape per record; a record whose text does not match goes the
+  per-record way alone.
+- Tables it does not cover decode per record only: ``fail-on-missing-field`` (Arrow cannot tell a
+  missing field from a null one), MAP, BYTES, and temporal types inside ROW or ARRAY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FlinkType, spark_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+_TEXT = {"STRING", "VARCHAR", "CHAR"}
+_PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"}
+_TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
+#: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
+_NON_NUMBERS = (b"NaN", b"Infinity")
+
+
+def _covered(t: FlinkType, top: bool) -> bool:
+    if t.name in _PARSED:
+        return True
+    if t.name in _TEMPORAL:
+        return top
+    if t.name == "ROW":
+        return bool(t.children) and all(_covered(c, False) for c in t.children)
+    if t.name in ("ARRAY", "MULTISET"):
+        return _covered(t.children[0], False)
+    return False
+
+
+def _parse_type(t: FlinkType) -> pa.DataType:
+    """The Arrow type a field is parsed as: temporal text as a string, the rest as declared."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    if t.name in _TEMPORAL:
+        return pa.string()
+    return to_arrow_type(spark_type(t), timezone="UTC")
+
+
+def _contains(data: Any, token: bytes) -> bool:
+    """Whether the byte array ``data`` (numpy ``uint8``) contains ``token``."""
+    import numpy as np
+
+    end = len(data) - len(token) + 1
+    if end <= 0:
+        return False
+    found = np.flatnonzero(data[:end] == token[0])
+    for i, byte in enumerate(token[1:], 1):
+        if not len(found):
+            return False
+        found = found[data[found + i] == byte]
+    return bool(len(found))
+
+
+class NativeJson:
+    """Decodes a batch of JSON values into a struct of the table's columns; null where a record
+    needs the per-record decoding (picklable: built on the driver, run in the tasks)."""
+
+    def __init__(self, columns: Sequence[Column], standard: str) -> None:
+        from pyspark.sql import types as T
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        from .json import _DATE, _TIME, _TIMESTAMP
+
+        self.names = [c.name for c in columns]
+        self.types = [c.flink_type for c in columns]
+        #: The struct's Spark type: what the per-record decoding gives for the same columns.
+        self.spark_type = T.StructType(
+            [T.StructField(c.name, spark_type(c.flink_type)) for c in columns]
+        )
+        #: The Arrow type of the decoded struct (Spark's mapping of :attr:`spark_type`).
+        self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
+        timestamp = _TIMESTAMP[standard]
+        self.patterns = {
+            "DATE": _DATE,
+            "TIME": _TIME,
+            "TIMESTAMP": timestamp + "$",
+            "TIMESTAMP_LTZ": timestamp + "Z$",
+        }
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        try:
+            return self._decode(values)
+        except pa.ArrowException:
+            return pa.nulls(len(values), self.arrow_type)
+
+    def _parse(self, values: pa.Array) -> pa.Table | None:
+        """The candidates parsed, one row each; None when the batch needs the per-record way."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+
+        values.cast(pa.string())  # Arrow's parser does not check UTF-8: refuse the batch here
+        offsets = pa.array([0, len(values)], pa.int32())
+        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values), b"\n")[0]
+        buffer = joined.as_buffer()
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        if any(_contains(data, token) for token in _NON_NUMBERS):
+            return None
+        schema = pa.schema(
+            [(n, _parse_type(t)) for n, t in zip(self.names, self.types, strict=True)]
+        )
+        table = pj.read_json(
+            pa.BufferReader(buffer),
+            read_options=pj.ReadOptions(
+                use_threads=False, block_size=max(1 << 20, buffer.size + 1)
+            ),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
+        )
+        return table if table.num_rows == len(values) else None
+
+    def _decode(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(values)
+        objects = pc.and_(
+            pc.equal(pc.binary_slice(values, 0, 1), pa.scalar(b"{", pa.binary())),
+            pc.equal(pc.binary_slice(values, -1), pa.scalar(b"}", pa.binary())),
+        ).fill_null(False)
+        count = pc.sum(objects).as_py() or 0
+        if count == 0:
+            return pa.nulls(n, self.arrow_type)
+        candidates = values if count == n else values.filter(objects)
+        table = self._parse(candidates)
+        if table is None:
+            return pa.nulls(n, self.arrow_type)
+        decoded = self._struct(table)
+        if count == n:
+            return decoded
+        position = pc.subtract(pc.cumulative_sum(objects.cast(pa.int64())), 1)
+        return decoded.take(pc.if_else(objects, position, None))
+
+    def _struct(self, table: pa.Table) -> pa.StructArray:
+        """The parsed columns as the struct, temporal text converted; a record whose text does
+        not have its type's shape is null (decoded per record)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        clean: pa.Array | None = None
+        arrays = []
+        for name, t, field in zip(self.names, self.types, self.arrow_type, strict=True):
+            column = table.column(name).combine_chunks()
+            if t.name in _TEMPORAL:
+                shaped = pc.match_substring_regex(column, self.patterns[t.name]).fill_null(True)
+                clean = shaped if clean is None else pc.and_(clean, shaped)
+                column = pc.if_else(shaped, column, None)
+                if t.name != "TIME":
+                    column = column.cast(field.type)
+            arrays.append(column)
+        mask = None if clean is None else pc.invert(clean)
+        return pa.StructArray.from_arrays(arrays, fields=list(self.arrow_type), mask=mask)
+
+
+def native_decoder(columns: Sequence[Column], settings: Any) -> NativeJson | None:
+    """The native decoder of ``columns`` with the ``json`` format's parsed ``settings``, or None
+    when the table needs the per-record decoding for every record."""
+    if not columns or settings["fail-on-missing-field"]:
+        return None
+    if not all(_covered(c.flink_type, True) for c in columns):
+        return None
+    return NativeJson(columns, settings["timestamp-format.standard"])
