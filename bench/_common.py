@@ -14,11 +14,12 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,8 @@ def log(text: str) -> None:
     print(text, flush=True)
 
 
-#: Each measurement is repeated this many times and the best run kept (``BENCH_REPEATS``): the
+#: Each measurement is repeated this many times (``BENCH_REPEATS``; records/s are the best run,
+#: ratios the median of the rounds' own ratios, :func:`paired_ratios`): the
 #: Spark JVM and the broker's JVM keep compiling over the first full-size runs (the broker's CPU
 #: per record fell from 3.2 to 0.9 µs over three runs of the raw loop), so a single run mostly
 #: measures how warm each JVM happened to be. The write benchmark repeats more
@@ -82,6 +84,70 @@ def run_and_print(
     summary["total_s"] = round(time.monotonic() - began, 1)
     log(headline(summary))
     print(json.dumps(summary), flush=True)
+
+
+#: ``BENCH_SPARK_KAFKA=0`` leaves Spark's own Kafka connector (the anchor each benchmark measures
+#: side by side with ours) out.
+SPARK_KAFKA = os.environ.get("BENCH_SPARK_KAFKA", "1").strip() != "0"
+
+
+def spark_kafka_package() -> str:
+    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
+    if the Maven repository has it, else the minor version's first release."""
+    import urllib.request
+
+    import pyspark
+
+    from dagster_kafka_flinklike.local._fetch import maven_repository
+
+    version = pyspark.__version__.split("+")[0]
+    artifact = "spark-sql-kafka-0-10_2.13"
+    for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
+        folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
+        url = f"{folder}/{artifact}-{candidate}.pom"
+        try:
+            with urllib.request.urlopen(url, timeout=30):
+                return f"org.apache.spark:{artifact}:{candidate}"
+        except OSError:
+            continue
+    raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
+
+
+def with_spark_kafka(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with Spark's own Kafka connector of this Spark release added to
+    ``spark.jars.packages`` (Ivy fetches it and its dependencies once), unless
+    ``BENCH_SPARK_KAFKA=0``. A Maven mirror set in ``$DKF_MAVEN_REPOSITORY`` is also Ivy's."""
+    out = dict(config)
+    if not SPARK_KAFKA:
+        return out
+    out["spark.jars.packages"] = ",".join(
+        p for p in (out.get("spark.jars.packages"), spark_kafka_package()) if p
+    )
+    if os.environ.get("DKF_MAVEN_REPOSITORY", "").strip():
+        from dagster_kafka_flinklike.local._fetch import maven_repository
+
+        out["spark.jars.repositories"] = ",".join(
+            r for r in (out.get("spark.jars.repositories"), maven_repository()) if r
+        )
+    return out
+
+
+def paired_ratios(
+    numerators: Sequence[float], denominators: Sequence[float]
+) -> tuple[list[float], float]:
+    """The per-round ratios ``numerators[i] / denominators[i]`` and their median, each rounded
+    to three places.
+
+    Each round measures every path once, in turn, so a round's figures share the machine's
+    state of that minute; on a shared machine the median of their ratios is steadier than the
+    ratio of the best figures, which may come from different rounds.
+
+    Example:
+        >>> paired_ratios([2.0, 3.0, 10.0], [1.0, 2.0, 2.0])
+        ([2.0, 1.5, 5.0], 2.0)
+    """
+    ratios = [round(n / d, 3) for n, d in zip(numerators, denominators, strict=True)]
+    return ratios, round(statistics.median(ratios), 3)
 
 
 #: Disk a benchmark order record takes in the broker's log (key, ~220-byte value, overhead),

@@ -20,17 +20,18 @@ the CPU time per record of each, and the peak RSS of the driver, the Spark JVM a
 Python workers. The last line printed is one JSON object with every figure; see
 ``bench/README.md``.
 
-Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; best of n),
-``BENCH_BATCH`` (the reader's batch size), ``BENCH_SPARK_KAFKA`` (0: no Spark Kafka source
-anchor), ``BENCH_WARMUP`` (records each Spark query reads before the timed runs; a twentieth of
-``BENCH_RECORDS``), ``BENCH_COMPRESSION`` (``none`` or
-``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
+Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; records/s are the
+best of n, ratios the median of the rounds' own), ``BENCH_BATCH`` (the reader's batch size),
+``BENCH_SPARK_KAFKA`` (0: no Spark Kafka source anchor), ``BENCH_WARMUP`` (records each Spark
+query reads before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION``
+(``none`` or ``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import statistics
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -145,32 +146,6 @@ def raw_loop(
     return records / elapsed, max(r[2] for r in outcome), sum(r[3] for r in outcome)
 
 
-#: ``BENCH_SPARK_KAFKA=0`` leaves Spark's own Kafka source (the anchor) out.
-SPARK_KAFKA = os.environ.get("BENCH_SPARK_KAFKA", "1").strip() != "0"
-
-
-def spark_kafka_package() -> str:
-    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
-    if Maven Central has it, else the minor version's first release."""
-    import urllib.request
-
-    import pyspark
-
-    from dagster_kafka_flinklike.local._fetch import maven_repository
-
-    version = pyspark.__version__.split("+")[0]
-    artifact = "spark-sql-kafka-0-10_2.13"
-    for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
-        folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
-        url = f"{folder}/{artifact}-{candidate}.pom"
-        try:
-            with urllib.request.urlopen(url, timeout=30):
-                return f"org.apache.spark:{artifact}:{candidate}"
-        except OSError:
-            continue
-    raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
-
-
 def start_spark() -> SparkSession:
     """The local Spark session the library's resources build (``local[2]``)."""
     from pyspark.sql import SparkSession
@@ -182,11 +157,9 @@ def start_spark() -> SparkSession:
     )
 
     config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
-    config = with_spark_avro(config)
-    if SPARK_KAFKA:
-        # The anchor: Spark's own Kafka source of this Spark release (Ivy fetches it and its
-        # dependencies from Maven Central once), read side by side in the same session.
-        config["spark.jars.packages"] = spark_kafka_package()
+    # The anchor: Spark's own Kafka source of this Spark release, read side by side in the same
+    # session (unless BENCH_SPARK_KAFKA=0).
+    config = common.with_spark_kafka(with_spark_avro(config))
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():
@@ -414,7 +387,7 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             "json",
             "avro",
             "json_step",
-            *(("spark_value", "spark_json") if SPARK_KAFKA else ()),
+            *(("spark_value", "spark_json") if common.SPARK_KAFKA else ()),
         )
     }
     raw_rss = 0.0
@@ -477,7 +450,7 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
 
         run = json_step(spark, work)
         record("json_step", f"a run's JSON read step -> noop{tag}", run.seconds, run.cpu, run)
-        if SPARK_KAFKA:
+        if common.SPARK_KAFKA:
             for name, label, json_schema in (
                 ("spark_value", "Spark's Kafka source (value) -> noop", None),
                 ("spark_json", "Spark's Kafka source + from_json -> noop", work.spec),
@@ -540,10 +513,35 @@ def spark_kafka_frame(spark: SparkSession, work: Workload, spec: Any) -> DataFra
     return frame.select(parsed.alias("row")).select("row.*")
 
 
+#: The summary's ratios: key, numerator, denominator (measurements of :func:`measure`), each the
+#: median over the rounds of that round's ratio.
+RATIOS = (
+    ("ratio_raw", "reader", "raw"),
+    ("ratio_fields", "fields", "raw"),
+    ("ratio_json", "json", "raw"),
+    ("ratio_avro", "avro", "raw"),
+    ("ratio_json_step_vs_raw", "json_step", "reader"),
+    ("ratio_json_step_vs_spark", "json_step", "spark_json"),
+    ("ratio_value_vs_spark", "reader", "spark_value"),
+    ("ratio_avro_vs_json", "avro", "json"),
+    ("ratio_raw_gc_paused", "reader", "raw_gc_paused"),
+)
+
+
 def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]:
-    """The figures of the summary line: best of the repeats, ratios, CPU and memory."""
+    """The figures of the summary line: records/s as the best of the repeats, ratios as the
+    medians of the rounds' own ratios (each round measures every path once, in turn), CPU and
+    memory."""
     best = {name: max(r[0] for r in results) for name, results in runs.items()}
     fastest = {name: min(r[1] for r in results) for name, results in runs.items()}
+    rps = {name: [r[0] for r in results] for name, results in runs.items()}
+    paired = {
+        key: common.paired_ratios(rps[top], rps[bottom])
+        for key, top, bottom in RATIOS
+        if top in rps and bottom in rps
+    }
+    ratios = {key: per_round for key, (per_round, _) in paired.items()}
+    median = {key: middle for key, (_, middle) in paired.items()}
     cpu_us = {
         name: round(min(r[2] for r in results) / records * 1e6, 2) for name, results in runs.items()
     }
@@ -561,6 +559,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             "spark_python_workers": round(spark.python_cpu / records * 1e6, 2),
             "new_python_workers": spark.new_workers,
         }
+    decode_shares = [1 - j / f for j, f in zip(rps["json"], rps["fields"], strict=True)]
     return {
         "raw_loop_rps": round(best["raw"]),
         "raw_loop_single_rps": round(best["single"]),
@@ -569,26 +568,19 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         "reader_fields_rps": round(best["fields"]),
         "reader_json_rps": round(best["json"]),
         "reader_avro_rps": round(best["avro"]),
-        "ratio_raw": round(best["reader"] / best["raw"], 3),
-        "ratio_fields": round(best["fields"] / best["raw"], 3),
-        "ratio_json": round(best["json"] / best["raw"], 3),
-        "ratio_avro": round(best["avro"] / best["raw"], 3),
         "json_step_rps": round(best["json_step"]),
-        "ratio_json_step_vs_raw": round(best["json_step"] / best["reader"], 3),
         **(
             {
                 "spark_value_rps": round(best["spark_value"]),
                 "spark_json_rps": round(best["spark_json"]),
-                "ratio_json_step_vs_spark": round(best["json_step"] / best["spark_json"], 3),
-                "ratio_value_vs_spark": round(best["reader"] / best["spark_value"], 3),
             }
             if "spark_value" in best
             else {}
         ),
-        "ratio_avro_vs_json": round(best["avro"] / best["json"], 3),
-        "ratio_raw_gc_paused": round(best["reader"] / best["raw_gc_paused"], 3),
+        **median,
         "decode_cost_s": round(fastest["json"] - fastest["fields"], 2),
-        "decode_share": round(1 - best["json"] / best["fields"], 3),
+        "decode_share": round(statistics.median(decode_shares), 3),
+        "ratios_per_run": ratios,
         "cpu_us_per_record": {
             "raw_loop": cpu_us["raw"],
             "raw_loop_single": cpu_us["single"],

@@ -10,14 +10,19 @@ second of
 - ``alo_rps``: the at-least-once sink, ``sink.writer.write`` (one producer per Spark task);
 - ``eos_rps``: the exactly-once sink, ``TransactionalSink`` (``begin``, ``write``: one
   transactional producer on the driver, commit);
+- ``spark_rps``: the anchor, Spark's own Kafka sink (``spark-sql-kafka-0-10`` of this Spark
+  release, ``df.write.format("kafka")``) with the at-least-once sink's producer settings
+  (``acks=all``, idempotence, linger);
 
 each into a fresh 6-partition topic whose contents are checked afterwards (the committed records
 through a read_committed consumer for exactly-once), and the peak RSS of the driver, the Spark
-JVM and the Spark Python workers. The last line printed is one JSON object with every figure.
-See ``bench/README.md``.
+JVM and the Spark Python workers. Every round measures each path once, in turn; the ratios
+(``ratio_alo_vs_spark``, ``ratio_eos_vs_alo``, ...) are medians of the rounds' own ratios. The
+last line printed is one JSON object with every figure. See ``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (5;
-best of n), ``BENCH_PRODUCER_PROPERTIES`` (a JSON object of client properties for all three),
+rounds), ``BENCH_SPARK_KAFKA`` (0: no Spark Kafka sink anchor), ``BENCH_PRODUCER_PROPERTIES`` (a
+JSON object of client properties for all four),
 ``BENCH_SPARK_PARTITIONS`` (the DataFrame's partitions, so the at-least-once sink's tasks;
 default one per 125,000 records, at least the task slots), ``BENCH_DRIVER_MEMORY`` (``6g``: the
 Spark driver heap, which holds the cached records), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker
@@ -28,7 +33,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import statistics
 import time
 import uuid
 from collections.abc import Mapping
@@ -58,6 +62,21 @@ WARM_RECORDS = 20_000
 WARM_SHARE = 20
 #: The raw loop serves delivery reports (``poll(0)``) after every this many records.
 RAW_POLL_EVERY = 1_000
+#: librdkafka producer settings that the Java client (Spark's Kafka sink) takes under the same name
+#: and meaning; the others (``partitioner``, ``delivery.report.only.error``) have no Java
+#: counterpart or Java's default already matches them (murmur2 hashing of the key).
+JAVA_PRODUCER_KEYS = (
+    "acks",
+    "enable.idempotence",
+    "linger.ms",
+    "batch.size",
+    "compression.type",
+    "max.in.flight.requests.per.connection",
+    "request.timeout.ms",
+    "delivery.timeout.ms",
+    "retries",
+    "retry.backoff.ms",
+)
 #: One stable id, as the sink uses per asset: runs fence each other instead of adding ids.
 TRANSACTIONAL_ID = "dkf-write-bench"
 _FLUSH_TIMEOUT_S = 600.0
@@ -184,6 +203,9 @@ def start_spark(driver_memory: str) -> SparkSession:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": driver_memory,
     }
+    # The anchor: Spark's own Kafka sink of this Spark release, in the same session (unless
+    # BENCH_SPARK_KAFKA=0).
+    config = common.with_spark_kafka(config)
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():
@@ -243,6 +265,43 @@ def timed_eos(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[flo
     finally:
         sink.close()
     return seconds, cpu, result
+
+
+def spark_kafka_options(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Spark's Kafka sink options (``kafka.*``) for librdkafka producer ``settings``: the ones
+    the Java client knows by the same name (:data:`JAVA_PRODUCER_KEYS`), so Spark's sink
+    produces as the at-least-once sink does (``acks=all``, idempotence, ``linger.ms``).
+
+    Example:
+        >>> spark_kafka_options({"acks": "all", "enable.idempotence": True, "partitioner": "x"})
+        {'kafka.acks': 'all', 'kafka.enable.idempotence': 'true'}
+    """
+    given = dict(settings)
+    if "compression.codec" in given:  # librdkafka's alias
+        given.setdefault("compression.type", given["compression.codec"])
+    options = {}
+    for key in JAVA_PRODUCER_KEYS:
+        if key in given:
+            value = given[key]
+            options[f"kafka.{key}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return options
+
+
+def timed_spark(
+    df: DataFrame, topic: str, bootstrap: str, options: Mapping[str, str]
+) -> tuple[float, Cpu]:
+    """Seconds and CPU seconds by process kind of one write through Spark's own Kafka sink."""
+    meter = common.CpuMeter()
+    began = time.monotonic()
+    (
+        df.write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .options(**options)
+        .save()
+    )
+    seconds = time.monotonic() - began
+    return seconds, Cpu.of(meter)
 
 
 def producer_properties() -> dict[str, str]:
@@ -441,6 +500,9 @@ def measure(
         client, broker_max_transaction_timeout_ms(KafkaAdmin(properties))
     )
     common.log(f"producer settings (raw loop and at-least-once sink): {shown}")
+    spark_options = spark_kafka_options(settings) if common.SPARK_KAFKA else {}
+    if common.SPARK_KAFKA:
+        common.log(f"Spark's Kafka sink options: {spark_options}")
 
     def new_topic(kind: str) -> str:
         name = f"dkf-write-bench-{kind}-{uuid.uuid4().hex[:8]}"
@@ -451,6 +513,7 @@ def measure(
     driver_memory = os.environ.get("BENCH_DRIVER_MEMORY", "").strip() or DRIVER_MEMORY
     spark = start_spark(driver_memory)
     slots = spark.sparkContext.defaultParallelism
+    spark_package = spark.conf.get("spark.jars.packages", "")
     spark_partitions = common.env_int(
         "BENCH_SPARK_PARTITIONS", max(slots, records // RECORDS_PER_SPARK_PARTITION)
     )
@@ -482,7 +545,10 @@ def measure(
         worker spends seconds importing the library: that belongs to no throughput figure.
         """
         topic = new_topic(f"warm-{kind}")
-        (timed_alo if kind == "alo" else timed_eos)(warm, topic, client)
+        if kind == "spark":
+            timed_spark(warm, topic, bootstrap, spark_options)
+        else:
+            (timed_alo if kind == "alo" else timed_eos)(warm, topic, client)
         check_and_drop(topic, warm_records, committed=kind == "eos")
 
     # The broker's JVM compiles its produce path over the first millions of records: without
@@ -503,6 +569,7 @@ def measure(
         "raw": [],
         "alo": [],
         "eos": [],
+        **({"spark": []} if common.SPARK_KAFKA else {}),
     }
     raw_rss = 0.0
     eos_stats: dict[str, Any] = {}
@@ -562,6 +629,13 @@ def measure(
             f"exactly-once write, {heap_after[-1]:,.0f} MiB after this one"
         )
 
+        if common.SPARK_KAFKA:
+            warm_up("spark")
+            topic = new_topic("spark")
+            seconds, cpu = timed_spark(df, topic, bootstrap, spark_options)
+            check_and_drop(topic, records, committed=False)
+            record("spark", f"Spark's Kafka sink, {spark_partitions} tasks{tag}", seconds, cpu)
+
     df.unpersist()
     warm.unpersist()
     sampler.stop()
@@ -591,21 +665,39 @@ def measure(
         name: {kind: round(used / records * 1e6, 2) for kind, used in cpu.jit.items()}
         for name, cpu in fastest.items()
     }
-    rounds = list(zip(runs["raw"], runs["alo"], runs["eos"], strict=True))
+    # Each round's measurements ran one after the other: their ratios are paired samples,
+    # steadier than the ratio of bests when the whole machine speeds up or slows down.
+    rps = {name: [r[0] for r in results] for name, results in runs.items()}
     paired = {
-        "alo_raw": [round(alo[0] / raw[0], 3) for raw, alo, _ in rounds],
-        "eos_alo": [round(eos[0] / alo[0], 3) for _, alo, eos in rounds],
+        key: common.paired_ratios(rps[top], rps[bottom])
+        for key, top, bottom in (
+            ("alo_raw", "alo", "raw"),
+            ("eos_alo", "eos", "alo"),
+            ("alo_spark", "alo", "spark"),
+        )
+        if bottom in rps
     }
+    medians = {key: middle for key, (_, middle) in paired.items()}
+    anchor: dict[str, Any] = {}
+    if "spark" in runs:
+        anchor = {
+            "spark_rps": round(best["spark"]),
+            "ratio_alo_vs_spark": medians["alo_spark"],
+            "spark_kafka_package": spark_package,
+            "spark_producer_options": spark_options,
+        }
     return {
         "raw_rps": round(best["raw"]),
         "alo_rps": round(best["alo"]),
         "eos_rps": round(best["eos"]),
+        **anchor,
+        "ratio_eos_vs_alo": medians["eos_alo"],
         "ratio_alo_raw": round(best["alo"] / best["raw"], 3),
         "ratio_eos_alo": round(best["eos"] / best["alo"], 3),
         "ratio_eos_raw": round(best["eos"] / best["raw"], 3),
         "target_alo_raw_met": best["alo"] >= 0.8 * best["raw"],
         "target_eos_alo_met": best["eos"] >= 0.7 * best["alo"],
-        "cpu_us_per_record": {"raw": cpu_us["raw"], "alo": cpu_us["alo"], "eos": cpu_us["eos"]},
+        "cpu_us_per_record": cpu_us,
         "cpu_us_per_record_by_process": by_process,
         "jit_us_per_record": jit,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
@@ -615,11 +707,9 @@ def measure(
             name: [round(stolen_share(r[2], r[1]), 3) for r in results]
             for name, results in runs.items()
         },
-        "ratios_per_run": paired,
-        # Each round's three measurements ran back to back: their ratios are paired samples,
-        # steadier than the ratio of bests when the whole machine speeds up or slows down.
-        "ratio_alo_raw_median": statistics.median(paired["alo_raw"]),
-        "ratio_eos_alo_median": statistics.median(paired["eos_alo"]),
+        "ratios_per_run": {key: per_round for key, (per_round, _) in paired.items()},
+        "ratio_alo_raw_median": medians["alo_raw"],
+        "ratio_eos_alo_median": medians["eos_alo"],
         "peak_rss_mb": max(rss["driver"], rss["spark_jvm"], rss["spark_python_workers"]),
         "rss_mb": rss,
         "producer_settings": shown,
@@ -638,11 +728,14 @@ def measure(
 
 def headline(summary: dict[str, Any]) -> str:
     """The summary's readable line."""
+    anchor = ""
+    if "ratio_alo_vs_spark" in summary:
+        anchor = f", {summary['ratio_alo_vs_spark']:.2f}x Spark's Kafka sink (median)"
     return (
         f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8; "
-        f"median of the rounds {summary['ratio_alo_raw_median']:.2f}x), exactly-once "
+        f"median of the rounds {summary['ratio_alo_raw_median']:.2f}x){anchor}, exactly-once "
         f"{summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7; median "
-        f"{summary['ratio_eos_alo_median']:.2f}x); peak RSS {summary['peak_rss_mb']:.0f} MiB"
+        f"{summary['ratio_eos_vs_alo']:.2f}x); peak RSS {summary['peak_rss_mb']:.0f} MiB"
     )
 
 
