@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..formats.json import snippet
 from ..options import ROW_KIND, FlinkType, ValueFieldsInclude, flink_type_of
 from ..options._formats import resolve_format
-from ..run.decode import DecodedTable, input_stats
+from ..run.decode import DecodedTable, InputCounts, input_stats
 from ..run.schema import InferredSchema, flattened, sample_ranges, with_schema
 from ..run.tables import ResolvedTable
 from ..sink.serializer import SEQUENCE
@@ -217,4 +217,5 @@ def decode_tables(
     parts = [r.frame.select(ERROR, TOLERATED, *PROVENANCE) for r in out.tables.values()]
     decoded = reduce(lambda a, b: a.unionByName(b), parts, _unnamed(source, kept))
     clean = decoded.filter(F.col(ERROR).isNull())
-    return DecodedTable(frame=clean, decoded=decoded, stats=input_stats(decoded)), out
+    counts = InputCounts.known(input_stats(decoded))
+    return DecodedTable(frame=clean, decoded=decoded, counts=counts), out

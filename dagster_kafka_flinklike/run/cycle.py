@@ -27,7 +27,7 @@ from . import metrics as m
 from .batches import OffsetRanges, replay_plan
 from .commit import commit_group_offsets, next_checkpoint
 from .decode import DecodedTable, decode_table
-from .dirty import DirtyData, apply_dirty_policy
+from .dirty import NOTHING_WRITTEN, DirtyData, apply_dirty_policy
 from .plan import pending_records, plan_table, read_min_splits
 from .read import read_table
 from .schema import InferredSchema, flattened, infer_schema, with_schema
@@ -67,6 +67,8 @@ class SourceRead:
     notes: dict[TopicPartition, str] = field(default_factory=dict)
     #: The columns inferred for a table that declares none (:mod:`.schema`).
     schema: InferredSchema | None = None
+    #: Whether the dirty-data policy was applied (``dirty`` holds its outcome).
+    policed: bool = False
 
     @property
     def frame(self) -> DataFrame:
@@ -223,25 +225,51 @@ class StreamingRun:
         *,
         began: float,
     ) -> DataFrame:
-        """Record what reading source ``name`` produced and apply the dirty-data policy."""
+        """Record what reading source ``name`` produced; apply the dirty-data policy now if its
+        statistics are known, else once the pass that reads the records has counted them."""
         read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
         read.notes, read.schema = notes, schema
         self.sources[name] = read  # cached data is released by close() even if dirty fails
-        read.dirty = apply_dirty_policy(table, decoded, self.log)
+        if decoded.counts.counted:
+            self._police()
         read.read_s = time.monotonic() - began
         return read.frame
 
+    def _police(self) -> list[DirtyData]:
+        """Apply the dirty-data policy to the sources not policed yet (their statistics come
+        from the pass that read them, or a pass of their own if none did).
+
+        Raises:
+            DeserializationError: dirty records a source does not tolerate.
+        """
+        outcome = NOTHING_WRITTEN
+        if self.write_result is not None and self.transaction is None:
+            outcome = (
+                "The checkpoint did not advance; the clean records were written (at-least-once: "
+                "the run's retry writes them again)."
+            )
+        elif self.transaction is not None:
+            outcome = "Nothing was committed and the checkpoint did not advance."
+        for read in self.sources.values():
+            if not read.policed:
+                read.dirty = apply_dirty_policy(read.table, read.decoded, self.log, outcome)
+                read.policed = True
+        return [read.dirty for read in self.sources.values()]
+
     def write(self, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
-        """Write ``frame`` to ``spec``'s topic with its delivery guarantee.
+        """Write ``frame`` to ``spec``'s topic with its delivery guarantee, then apply the
+        dirty-data policy with the sources' statistics that writing counted.
 
         Exactly-once: output, dead letters and every source's stop offsets commit in one
-        transaction.
+        transaction, after the policy passed (a run it fails commits nothing). At-least-once: a
+        run the policy fails has written the clean records it read, and does not advance; its
+        retry writes them again (as Flink's at-least-once sinks replay since the last
+        checkpoint).
         """
         if spec is self.sink:
             self.begin()
         table = self.resolve(spec, self.asset_name if spec is self.sink else None, writing=True)
         transaction = self.transaction if spec is self.sink else None
-        dirty = [read.dirty for read in self.sources.values()]
         self.write_result = write_table(
             table,
             frame,
@@ -249,8 +277,9 @@ class StreamingRun:
             self.log,
             transaction=transaction,
             source_offsets=self._source_offsets(),
-            dirty=dirty,
+            dirty=self._police,
         )
+        self._police()
         if transaction is not None:
             self._letters_written()
         return self.write_result
@@ -276,8 +305,9 @@ class StreamingRun:
             self.log,
             transaction=self.transaction,
             source_offsets=self._source_offsets(),
-            dirty=[read.dirty for read in self.sources.values()],
+            dirty=self._police,
         )
+        self._police()
         if self.transaction is not None:
             self._letters_written()
         return self.write_result
@@ -302,7 +332,7 @@ class StreamingRun:
         moves no checkpoint: it returns None and commits nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
-        write_dead_letters(tables, [read.dirty for read in self.sources.values()])
+        write_dead_letters(tables, self._police())
         self._letters_written()
         for read in self.sources.values():
             read.committed = commit_group_offsets(

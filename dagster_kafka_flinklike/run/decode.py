@@ -1,9 +1,11 @@
 """Decode: raw records into the table's columns, with the run's input statistics.
 
-Decoded rows are cached so the statistics (records, bytes, dirty records, the newest timestamp),
-the dirty-data policy and the user's query see one reading of the data. A run over a time window
-keeps the records whose timestamp lies in it; those of earlier windows in its range are counted
-as late.
+The statistics (records, bytes, dirty records, the newest timestamp, late records) come from the
+pass that reads the data: they are observed (Spark's ``DataFrame.observe``) on the decoded
+records, so the action that consumes the clean rows (the sink's write) also counts them; nothing
+is persisted and nothing is read twice. A run that never consumes its rows gets them from one
+pass of its own when they are first asked for. A run over a time window keeps the records whose
+timestamp lies in it; those of earlier windows in its range are counted as late.
 """
 
 from __future__ import annotations
@@ -44,17 +46,83 @@ class InputStats:
         return self.dirty / self.records if self.records else 0.0
 
 
+class InputCounts:
+    """A source's input statistics, from the pass that reads its records (an observation of
+    the decoded frame), or from a pass of their own when no action read them.
+
+    Example:
+        >>> counts = InputCounts.observing(decoded)  # doctest: +SKIP
+        >>> counts.stats().records  # doctest: +SKIP
+        1000
+    """
+
+    def __init__(self, observed: DataFrame | None, observation: Any, known: InputStats | None):
+        self.observed = observed
+        self._observation = observation
+        self._stats = known
+
+    @classmethod
+    def known(cls, stats: InputStats) -> InputCounts:
+        """Statistics counted already."""
+        return cls(None, None, stats)
+
+    @classmethod
+    def observing(
+        cls, decoded: DataFrame, kept: Any = None, late: Any = None
+    ) -> tuple[DataFrame, InputCounts]:
+        """``decoded`` with its statistics observed (the frame to read the records from), and
+        the counts that the first action over it fills."""
+        from pyspark.sql import Observation
+
+        observation = Observation()
+        observed = decoded.observe(observation, *_stat_columns(kept, late))
+        return observed, cls(observed, observation, None)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the statistics are known without running anything."""
+        return self._stats is not None or _observed(self._observation) is not None
+
+    def stats(self) -> InputStats:
+        """The statistics; one pass over the records when no action has read them yet."""
+        if self._stats is None:
+            row = _observed(self._observation)
+            if row is None:
+                assert self.observed is not None
+                self.observed.write.format("noop").mode("overwrite").save()
+                row = self._observation.get
+            self._stats = _input_stats(row)
+        return self._stats
+
+
+def _observed(observation: Any) -> dict[str, Any] | None:
+    """The observation's values once an action has filled them, else None (never waits)."""
+    if observation is None:
+        return None
+    jo = getattr(observation, "_jo", None)
+    if jo is not None:  # a classic session: the JVM observation's future
+        return observation.get if jo.future().isCompleted() else None
+    result = getattr(observation, "_result", None)  # Spark Connect: filled by the action
+    return dict(result) if result else None
+
+
 @dataclass(frozen=True)
 class DecodedTable:
-    """A source's decoded records: clean rows, the cached decoding, and its statistics."""
+    """A source's decoded records: clean rows, every decoded record, and their statistics."""
 
     #: Clean rows: the table's columns (and ``_rowkind`` for a changelog table).
     frame: DataFrame
-    #: Every decoded record with its error and provenance columns (cached until the run closes).
+    #: Every decoded record with its error and provenance columns (not cached: reading it
+    #: reads the records again, which only the dirty records' samples and dead letters do).
     decoded: DataFrame
-    stats: InputStats
+    counts: InputCounts
     #: The records of the run: all, or those whose timestamps lie in its time window.
     kept: Any = None
+
+    @property
+    def stats(self) -> InputStats:
+        """The input statistics (see :class:`InputCounts`)."""
+        return self.counts.stats()
 
     @property
     def dirty_rows(self) -> DataFrame:
@@ -76,24 +144,25 @@ def _bounds(table: ResolvedTable, window: TimeWindow | None) -> tuple[Any, Any]:
     return (ts >= start) & (ts < F.lit(window.end_ms)), ts < start
 
 
-def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> InputStats:
-    """Count records, value bytes and dirty records of ``decoded`` (those ``kept``, when given)
-    and the ``late`` ones, in one Spark job. A record that yields several changelog rows counts
-    once."""
+def _stat_columns(kept: Any = None, late: Any = None) -> list[Any]:
+    """Aggregates of the input statistics over decoded records (``kept`` ones, when given,
+    and the ``late`` ones). A record that yields several changelog rows counts once."""
     from pyspark.sql import functions as F
 
     keep = F.col(RECORD_START) & (F.lit(True) if kept is None else kept)
     value_bytes = F.coalesce(F.length("__dkf_value"), F.lit(0))
-    row = decoded.agg(
+    late_records = F.col(RECORD_START) & (F.lit(False) if late is None else late)
+    return [
         F.count(F.when(keep, 1)).alias("records"),
         F.count(F.when(keep & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
         F.count(F.when(keep & F.col(ERROR).isNotNull() & ~F.col(TOLERATED), 1)).alias("strict"),
         F.coalesce(F.sum(F.when(keep, value_bytes)), F.lit(0)).alias("bytes"),
         F.max(F.when(keep, F.unix_millis(F.col("__dkf_timestamp")))).alias("newest"),
-        F.count(F.when(F.col(RECORD_START) & (F.lit(False) if late is None else late), 1)).alias(
-            "late"
-        ),
-    ).collect()[0]
+        F.count(F.when(late_records, 1)).alias("late"),
+    ]
+
+
+def _input_stats(row: Any) -> InputStats:
     return InputStats(
         records=row["records"],
         bytes=row["bytes"],
@@ -104,25 +173,32 @@ def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> Input
     )
 
 
+def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> InputStats:
+    """Count records, value bytes and dirty records of ``decoded`` (those ``kept``, when given)
+    and the ``late`` ones, in one Spark job."""
+    return _input_stats(decoded.agg(*_stat_columns(kept, late)).collect()[0])
+
+
 def decode_table(
     table: ResolvedTable, raw: DataFrame, window: TimeWindow | None = None
 ) -> DecodedTable:
-    """Decode ``raw`` into ``table``'s columns, cache it and count what it holds; with a
-    ``window``, keep only the records whose timestamps lie in it.
+    """Decode ``raw`` into ``table``'s columns, counting what it holds in the pass that reads
+    it; with a ``window``, keep only the records whose timestamps lie in it.
 
     Example:
         >>> decoded = decode_table(table, read_table(spark, table, plan))  # doctest: +SKIP
         >>> decoded.stats.dirty  # doctest: +SKIP
         0
     """
-    decoded = decode_records(table.spec, raw).persist()
+    decoded = decode_records(table.spec, raw)
     kept, late = _bounds(table, window)
-    clean = decoded.filter(decoded[ERROR].isNull())
+    observed, counts = InputCounts.observing(decoded, kept, late)
+    clean = observed.filter(observed[ERROR].isNull())
     if kept is not None:
         clean = clean.filter(kept)
     return DecodedTable(
         frame=clean.drop(ERROR, TOLERATED, *PROVENANCE),
         decoded=decoded,
-        stats=input_stats(decoded, kept, late),
+        counts=counts,
         kept=kept,
     )

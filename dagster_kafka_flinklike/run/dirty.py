@@ -66,8 +66,15 @@ def _samples(rows: DataFrame) -> tuple[dict[str, Any], ...]:
     )
 
 
+#: What a run failed by the dirty-data policy leaves, before it wrote anything.
+NOTHING_WRITTEN = "Nothing was written and the checkpoint did not advance."
+
+
 def apply_dirty_policy(
-    table: ResolvedTable, decoded: DecodedTable, log: logging.Logger | Any
+    table: ResolvedTable,
+    decoded: DecodedTable,
+    log: logging.Logger | Any,
+    outcome: str = NOTHING_WRITTEN,
 ) -> DirtyData:
     """Fail on dirty records the table does not tolerate; else skip, count and collect them.
 
@@ -75,7 +82,8 @@ def apply_dirty_policy(
     ``ingestion.error-tolerance.max-count`` bounds every skipped record.
 
     Raises:
-        DeserializationError: naming the first dirty record's topic, partition and offset.
+        DeserializationError: naming the first dirty record's topic, partition and offset,
+            then ``outcome`` (what the failed run leaves).
     """
     stats, spec = decoded.stats, table.spec
     base = DirtyData(
@@ -102,8 +110,7 @@ def apply_dirty_policy(
         reason = f"exceed 'ingestion.error-tolerance.max-count' = {limit} (first at {where})"
     if reason is not None:
         raise DeserializationError(
-            f"{stats.dirty} dirty record(s) of source {table.name!r} {reason}. Nothing was "
-            f"written and the checkpoint did not advance.",
+            f"{stats.dirty} dirty record(s) of source {table.name!r} {reason}. {outcome}",
             topic=first["topic"],
             partition=first["partition"],
             offset=first["offset"],

@@ -8,7 +8,7 @@ produces the output, the dead letters and every source's stop offsets in one tra
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
@@ -76,13 +76,15 @@ def write_table(
     *,
     transaction: TransactionalSink | None = None,
     source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
-    dirty: Sequence[DirtyData] = (),
+    dirty: Callable[[], Sequence[DirtyData]] = tuple,
 ) -> WriteResult:
     """Serialize ``frame`` and produce it to the table's topic.
 
-    With ``transaction`` (exactly-once), the output, the dead letters of ``dirty`` and
-    ``source_offsets`` (consumer group → stop offsets) commit in that one transaction;
-    otherwise the table's delivery guarantee applies and dead letters are the commit phase's.
+    With ``transaction`` (exactly-once), the output, the dead letters of the sources' ``dirty``
+    data and ``source_offsets`` (consumer group → stop offsets) commit in that one transaction;
+    ``dirty`` is asked once the output is produced (the sources' statistics come from that
+    pass) and may raise to abort it. Otherwise the table's delivery guarantee applies and dead
+    letters are the commit phase's.
 
     Raises:
         DeliveryError: an at-least-once record was not delivered.
@@ -90,10 +92,7 @@ def write_table(
     """
     encoded = serialize(table.spec, frame)
     if transaction is not None:
-        letters = [
-            (d.dead_letter_topic or "", d.dead_letters) for d in dirty if d.dead_letters is not None
-        ]
-        return transaction.write(encoded, source_offsets or {}, extra=letters)
+        return transaction.write(encoded, source_offsets or {}, extra=lambda: _letters(dirty()))
     result = write(
         encoded,
         table.topic,
@@ -116,23 +115,23 @@ def write_topics(
     *,
     transaction: TransactionalSink | None = None,
     source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
-    dirty: Sequence[DirtyData] = (),
+    dirty: Callable[[], Sequence[DirtyData]] = tuple,
 ) -> WriteResult:
     """Produce encoded frames (``key``, ``value`` [, the ``SEQUENCE`` order]) to their topics
     with ``table``'s client settings and delivery guarantee: a pipeline that writes many
-    topics. With ``transaction`` (exactly-once) every topic, the dead letters of ``dirty`` and
-    ``source_offsets`` commit in that one transaction.
+    topics. With ``transaction`` (exactly-once) every topic, the dead letters of ``dirty`` (asked
+    once the outputs are produced, as :func:`write_table` does) and ``source_offsets`` commit in
+    that one transaction.
 
     Raises:
         DeliveryError: an at-least-once record was not delivered.
         TransactionError: the transaction was fenced, timed out or failed to commit.
     """
     if transaction is not None:
-        letters = [
-            (d.dead_letter_topic or "", d.dead_letters) for d in dirty if d.dead_letters is not None
-        ]
         spread = [(topic, distribute(frame), p) for topic, frame, p in outputs]
-        return transaction.write_outputs(spread, source_offsets or {}, extra=letters)
+        return transaction.write_outputs(
+            spread, source_offsets or {}, extra=lambda: _letters(dirty())
+        )
     results = {
         topic: write(
             frame,
@@ -158,6 +157,13 @@ def write_topics(
         f"({table.spec.delivery_guarantee.value}); recording the checkpoint next."
     )
     return result
+
+
+def _letters(dirty: Sequence[DirtyData]) -> list[tuple[str, DataFrame]]:
+    """The dead letters of ``dirty`` as (topic, frame) pairs."""
+    return [
+        (d.dead_letter_topic or "", d.dead_letters) for d in dirty if d.dead_letters is not None
+    ]
 
 
 def write_dead_letters(sources: Mapping[str, ResolvedTable], dirty: Sequence[DirtyData]) -> None:

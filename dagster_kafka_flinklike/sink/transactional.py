@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,10 @@ from .writer import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+#: Frames a transaction produces besides its outputs, as (topic, frame) pairs; or a function,
+#: called before the commit, that returns them (see :meth:`TransactionalSink.write_outputs`).
+Extra = Sequence[tuple[str, "DataFrame"]] | Callable[[], Sequence[tuple[str, "DataFrame"]]]
 
 _log = logging.getLogger(__name__)
 
@@ -264,7 +268,7 @@ class TransactionalSink:
         encoded: DataFrame,
         offsets: Mapping[str, Mapping[TopicPartition, int]],
         *,
-        extra: Sequence[tuple[str, DataFrame]] = (),
+        extra: Extra = (),
     ) -> TransactionResult:
         """Produce ``encoded`` (and ``extra`` (topic, frame) pairs) and commit with ``offsets``.
 
@@ -286,11 +290,15 @@ class TransactionalSink:
         outputs: Sequence[tuple[str, DataFrame, str | SinkPartitioner]],
         offsets: Mapping[str, Mapping[TopicPartition, int]],
         *,
-        extra: Sequence[tuple[str, DataFrame]] = (),
+        extra: Extra = (),
     ) -> TransactionResult:
         """Produce every (topic, frame, partitioner) of ``outputs`` (frames as the writing tasks
         get them: :func:`~.writer.distribute`) and the ``extra`` (topic, frame) pairs (dead
         letters, not counted as output), and commit them with ``offsets`` in one transaction.
+
+        ``extra`` may be a function, called once the outputs are produced and before anything
+        commits: it may raise to abort the transaction (a run's dirty-data policy, whose
+        statistics come from producing the outputs) or return the pairs to produce.
 
         Raises:
             DeliveryError: a record was not delivered (the transaction is aborted).
@@ -311,26 +319,29 @@ class TransactionalSink:
         report = self._report
         report.reset()
         by_topic: dict[str, int] = {}
-        counted = len(outputs)
-        produced_outputs: list[tuple[str, DataFrame, str | SinkPartitioner]] = [
-            *outputs,
-            *[(topic, frame, "default") for topic, frame in extra],
-        ]
         topics = ", ".join(sorted({t for t, _, _ in outputs})) or "(none)"
 
         def in_time() -> None:
             if time.monotonic() > deadline:
                 raise TransactionError(self._timeout_message(started))
 
-        try:
-            for number, (topic, frame, partitioner) in enumerate(produced_outputs):
+        def produce(
+            produced_outputs: Sequence[tuple[str, DataFrame, str | SinkPartitioner]],
+            counting: bool,
+        ) -> None:
+            for topic, frame, partitioner in produced_outputs:
                 for task, batch in driver_batches(frame, in_time):
                     in_time()
                     produced = produce_arrow_batches(
                         producer, [batch], topic, state, partitioner=partitioner, task=task
                     )
-                    if number < counted:
+                    if counting:
                         by_topic[topic] = by_topic.get(topic, 0) + produced
+
+        try:
+            produce(outputs, True)
+            letters = extra() if callable(extra) else extra
+            produce([(topic, frame, "default") for topic, frame in letters], False)
             remaining = producer.flush(max(0.0, deadline - time.monotonic()))
             if remaining:
                 raise TransactionError(self._timeout_message(started))

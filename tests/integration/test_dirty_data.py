@@ -31,7 +31,9 @@ def good(first: int, count: int) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def copy_asset(source_topic: str, sink_topic: str, **options: str):
+def copy_asset(
+    source_topic: str, sink_topic: str, sink_options: dict[str, str] | None = None, **options: str
+):
     source = KafkaTableSpec.from_options(
         {
             "connector": "kafka",
@@ -45,7 +47,9 @@ def copy_asset(source_topic: str, sink_topic: str, **options: str):
         role="source",
     )
     sink = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": sink_topic, "format": "json"}, columns=COLUMNS, role="sink"
+        {"connector": "kafka", "topic": sink_topic, "format": "json", **(sink_options or {})},
+        columns=COLUMNS,
+        role="sink",
     )
 
     @kafka_streaming_asset(sources={"events": source}, sink=sink, name="copy")
@@ -88,20 +92,49 @@ def _run(asset, resources, instance=None):
     )
 
 
-def test_threshold_exceeded_fails_and_writes_nothing(kafka_bootstrap, new_topic, resources):
+def test_threshold_exceeded_fails_and_does_not_advance(kafka_bootstrap, new_topic, resources):
+    """At-least-once: the statistics come from the pass that writes, so the clean records are
+    in the sink when the policy fails the run; the checkpoint stays, and the retry (here with a
+    higher threshold) reads the same records and writes them again."""
+    source, sink = new_topic(partitions=1), new_topic(partitions=1)
+    produce(kafka_bootstrap, source, [*good(0, 5), (b"x", b"{"), (b"y", b"nope"), *good(5, 3)])
+    options = {"ingestion.ignore-errors": "true", "ingestion.error-tolerance.max-count": "1"}
+    instance = DagsterInstance.ephemeral()
+    result = _run(copy_asset(source, sink, **options), resources, instance)
+    assert not result.success
+    text = result.failure_data_for_node("copy").error.to_string()
+    assert "ingestion.error-tolerance.max-count" in text and "2 dirty record(s)" in text
+    assert f"{source}-0@5" in text
+    assert "checkpoint did not advance" in text and "writes them again" in text
+    assert len(read_topic(kafka_bootstrap, sink)) == 8
+    options["ingestion.error-tolerance.max-count"] = "2"
+    retry = _run(copy_asset(source, sink, **options), resources, instance)
+    assert retry.success
+    meta = retry.asset_materializations_for_node("copy")[0].metadata
+    assert (meta["numRecordsIn"].value, meta["dirtyRecords"].value) == (10, 2)
+    ids = sorted(json.loads(m.value())["id"] for m in read_topic(kafka_bootstrap, sink))
+    assert ids == sorted([*range(8), *range(8)])
+
+
+def test_threshold_exceeded_under_exactly_once_commits_nothing(
+    kafka_bootstrap, new_topic, resources
+):
     source, sink = new_topic(partitions=1), new_topic(partitions=1)
     produce(kafka_bootstrap, source, [*good(0, 5), (b"x", b"{"), (b"y", b"nope"), *good(5, 3)])
     asset = copy_asset(
         source,
         sink,
+        sink_options={
+            "sink.delivery-guarantee": "exactly-once",
+            "sink.transactional-id-prefix": f"dirty-{sink}",
+        },
         **{"ingestion.ignore-errors": "true", "ingestion.error-tolerance.max-count": "1"},
     )
     result = _run(asset, resources)
     assert not result.success
     text = result.failure_data_for_node("copy").error.to_string()
-    assert "ingestion.error-tolerance.max-count" in text and "2 dirty record(s)" in text
-    assert f"{source}-0@5" in text
-    assert read_topic(kafka_bootstrap, sink) == []
+    assert "2 dirty record(s)" in text and "Nothing was committed" in text
+    assert read_topic(kafka_bootstrap, sink) == []  # read_committed: the aborted output is not seen
 
 
 def test_within_threshold_skips_counts_and_dead_letters(kafka_bootstrap, new_topic, resources):
@@ -195,3 +228,56 @@ def test_duplicated_group_id_is_refused_while_another_member_is_active(
     finally:
         member.close()
     assert _run(asset, resources).success
+
+
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+def test_statistics_come_from_the_pass_that_writes(kafka_bootstrap, new_topic, spark, guarantee):
+    """No pass of its own: the write's action fills the sources' statistics (observed), and the
+    dirty-data policy reads them after it."""
+    from dagster_kafka_flinklike.run import StreamingRun
+
+    source, sink = new_topic(partitions=2), new_topic(partitions=1)
+    produce(kafka_bootstrap, source, [*good(0, 6), (b"x", b"{")])
+    source_spec = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": source,
+            "properties.group.id": f"observed-{source}",
+            "scan.startup.mode": "earliest-offset",
+            "format": "json",
+            "ingestion.ignore-errors": "true",
+        },
+        columns=COLUMNS,
+        role="source",
+    )
+    sink_spec = KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": sink,
+            "format": "json",
+            "sink.delivery-guarantee": guarantee,
+            **(
+                {"sink.transactional-id-prefix": f"observed-{sink}"}
+                if "exactly" in guarantee
+                else {}
+            ),
+        },
+        columns=COLUMNS,
+        role="sink",
+    )
+    run = StreamingRun(spark, {"bootstrap.servers": kafka_bootstrap}, sink=sink_spec,
+                       asset_name="observed")  # fmt: skip
+    try:
+        frame = run.read("events", source_spec)
+        read = run.sources["events"]
+        assert not read.decoded.counts.counted and not read.policed
+        result = run.write(sink_spec, frame)
+        assert read.decoded.counts.counted and read.policed
+        assert (read.decoded.stats.records, read.decoded.stats.dirty) == (7, 1)
+        assert read.dirty.dirty == 1 and result.records == 6
+        assert run.commit() is not None
+    finally:
+        run.close()
+    assert sorted(json.loads(m.value())["id"] for m in read_topic(kafka_bootstrap, sink)) == list(
+        range(6)
+    )
