@@ -262,6 +262,7 @@ class KafkaIOManager(ConfigurableIOManager):
         run = self._run(context.log, window=time_window)
         self._runs.append(run)
         frame = _declared_columns(run.read(asset, spec), spec)
+        run.police()  # the input is handed on: its dirty records are policed before
         metrics = {
             k: (MetadataValue.json(v) if isinstance(v, dict | list) else v)
             for k, v in run.metadata().items()

@@ -235,6 +235,16 @@ class StreamingRun:
         read.read_s = time.monotonic() - began
         return read.frame
 
+    def police(self) -> list[DirtyData]:
+        """Apply the dirty-data policy now to the sources read so far, for a run that hands its
+        rows on instead of writing them (an IO manager's input): their statistics come from
+        one job of their own when no write has counted them.
+
+        Raises:
+            DeserializationError: dirty records a source does not tolerate.
+        """
+        return self._police()
+
     def _police(self) -> list[DirtyData]:
         """Apply the dirty-data policy to the sources not policed yet (their statistics come
         from the pass that read them, or a pass of their own if none did).

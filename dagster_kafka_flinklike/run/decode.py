@@ -48,7 +48,7 @@ class InputStats:
 
 class InputCounts:
     """A source's input statistics, from the pass that reads its records (an observation of
-    the decoded frame), or from a pass of their own when no action read them.
+    the decoded frame), or from one Spark job of their own when no action read them.
 
     Example:
         >>> counts = InputCounts.observing(decoded)  # doctest: +SKIP
@@ -56,15 +56,22 @@ class InputCounts:
         1000
     """
 
-    def __init__(self, observed: DataFrame | None, observation: Any, known: InputStats | None):
-        self.observed = observed
+    def __init__(
+        self,
+        decoded: DataFrame | None,
+        observation: Any = None,
+        known: InputStats | None = None,
+        bounds: tuple[Any, Any] = (None, None),
+    ):
+        self._decoded = decoded
         self._observation = observation
         self._stats = known
+        self._bounds = bounds
 
     @classmethod
     def known(cls, stats: InputStats) -> InputCounts:
         """Statistics counted already."""
-        return cls(None, None, stats)
+        return cls(None, known=stats)
 
     @classmethod
     def observing(
@@ -76,7 +83,7 @@ class InputCounts:
 
         observation = Observation()
         observed = decoded.observe(observation, *_stat_columns(kept, late))
-        return observed, cls(observed, observation, None)
+        return observed, cls(decoded, observation, bounds=(kept, late))
 
     @property
     def counted(self) -> bool:
@@ -84,14 +91,14 @@ class InputCounts:
         return self._stats is not None or _observed(self._observation) is not None
 
     def stats(self) -> InputStats:
-        """The statistics; one pass over the records when no action has read them yet."""
+        """The statistics; one job over the records when no action has read them yet."""
         if self._stats is None:
             row = _observed(self._observation)
             if row is None:
-                assert self.observed is not None
-                self.observed.write.format("noop").mode("overwrite").save()
-                row = self._observation.get
-            self._stats = _input_stats(row)
+                assert self._decoded is not None
+                self._stats = input_stats(self._decoded, *self._bounds)
+            else:
+                self._stats = _input_stats(row)
         return self._stats
 
 
@@ -99,11 +106,14 @@ def _observed(observation: Any) -> dict[str, Any] | None:
     """The observation's values once an action has filled them, else None (never waits)."""
     if observation is None:
         return None
-    jo = getattr(observation, "_jo", None)
-    if jo is not None:  # a classic session: the JVM observation's future
-        return observation.get if jo.future().isCompleted() else None
-    result = getattr(observation, "_result", None)  # Spark Connect: filled by the action
-    return dict(result) if result else None
+    try:
+        jo = getattr(observation, "_jo", None)
+        if jo is not None:  # a classic session: the JVM observation's future
+            return dict(observation.get) if jo.future().isCompleted() else None
+        result = getattr(observation, "_result", None)  # Spark Connect: filled by the action
+        return dict(result) if result else None
+    except Exception:  # e.g. a plan Spark emptied, whose metrics row has no schema: count anew
+        return None
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,9 @@ def test_dirty_record_fails_the_run_and_keeps_checkpoint(
     assert "DeserializationError" in text
     assert f"{orders_topic}-0@5" in text
     assert instance.get_latest_materialization_event(asset.key) is None
-    assert read_all(kafka_bootstrap, out_topic, 1) == []
+    # At-least-once: the clean orders' revenue was written before the policy failed the run
+    # (its statistics come from that write); the checkpoint stayed, so the retry reads them again.
+    assert sum(v["order_count"] for _, v in read_all(kafka_bootstrap, out_topic, 1)) == 10
 
 
 def test_ignored_dirty_records_are_counted_and_skipped(
