@@ -15,6 +15,20 @@ from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field
 
+from ._sessions import is_connect
+
+__all__ = [
+    "CONNECTOR_SPARK_CONFIG",
+    "SparkResource",
+    "connect_session",
+    "has_spark_avro",
+    "is_connect",
+    "local_spark_config",
+    "prepare_spark_environment",
+    "spark_avro_jar",
+    "with_spark_avro",
+]
+
 logger = logging.getLogger(__name__)
 
 #: Spark's own Avro package (``from_avro``/``to_avro``), the Avro formats' fast path.
@@ -81,16 +95,6 @@ def has_spark_avro(spark: Any) -> bool:
     except Exception:  # a session that cannot report its settings: assume the package is absent
         return False
     return "spark-avro" in jars
-
-
-def is_connect(spark: Any) -> bool:
-    """Whether ``spark`` is a Spark Connect session (a client of a server), not a classic one.
-
-    Example:
-        >>> is_connect(SparkResource(remote="sc://127.0.0.1:15002").spark_session)  # doctest: +SKIP
-        True
-    """
-    return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
 def connect_session(remote: str, config: Mapping[str, Any] | None = None) -> Any:
@@ -198,6 +202,13 @@ class SparkResource(PySparkResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         if self.remote_url() is None:
             prepare_spark_environment(self.spark_config.get("spark.master"))
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        """Release a Spark Connect session on its server (its cached data, its state); a
+        classic session stays up for the rest of the process, as dagster-pyspark leaves it."""
+        if self._spark_session is not None and is_connect(self._spark_session):
+            self._spark_session.stop()
+            self._spark_session = None
 
     @property
     def spark_session(self) -> Any:

@@ -258,7 +258,7 @@ class BatchServer:
 
 
 def _driver_address(spark: Any) -> tuple[str, str]:
-    from ..spark import is_connect
+    from .._sessions import is_connect
 
     if is_connect(spark):
         host = _client_address(str(spark.client.host))
@@ -348,7 +348,7 @@ class _JobGroup:
     classic session, an operation tag on a Spark Connect session (which has no SparkContext)."""
 
     def __init__(self, spark: Any, name: str) -> None:
-        from ..spark import is_connect
+        from .._sessions import is_connect
 
         self.spark = spark
         self.name = name
