@@ -144,6 +144,12 @@ def connect_session(remote: str, config: Mapping[str, Any] | None = None) -> Any
     return builder.getOrCreate()
 
 
+def _names_a_session(remote: str | None) -> bool:
+    """Whether a Spark Connect URL names its server-side session (``;session_id=...``), which
+    later processes then share: such a session is not released at the end of a run."""
+    return remote is not None and ";session_id=" in remote.split("/", 3)[-1]
+
+
 def prepare_spark_environment(master: str | None) -> None:
     """Set what a PySpark driver needs before it starts, without overriding the user's values.
 
@@ -204,10 +210,13 @@ class SparkResource(PySparkResource):
             prepare_spark_environment(self.spark_config.get("spark.master"))
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
-        """Release a Spark Connect session on its server (its cached data, its state); a
-        classic session stays up for the rest of the process, as dagster-pyspark leaves it."""
-        if self._spark_session is not None and is_connect(self._spark_session):
-            self._spark_session.stop()
+        """Release a Spark Connect session on its server (its cached data, its state, its
+        Python workers) unless the URL names the session (``;session_id=``) for later runs to
+        share; a classic session stays up for the rest of the process, as dagster-pyspark
+        leaves it."""
+        session = self._spark_session
+        if session is not None and is_connect(session) and not _names_a_session(self.remote_url()):
+            session.stop()
             self._spark_session = None
 
     @property
@@ -219,7 +228,9 @@ class SparkResource(PySparkResource):
             if remote is not None:
                 self._spark_session = connect_session(remote, self.spark_config)
             else:
-                config = with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
+                config = (
+                    with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
+                )
                 self._spark_session = spark_session_from_config(config)
         return self._spark_session
 

@@ -295,7 +295,11 @@ class EmbeddedSparkConnect(JvmService):
             encoding="latin-1",
         )
         submit = str(fetched / "bin" / "spark-submit")
-        return ["bash", submit, "--properties-file", str(self._properties_file)] + [
+        return [
+            "bash",
+            submit,
+            "--properties-file",
+            str(self._properties_file),
             "--class",
             SERVER_CLASS,
         ]

@@ -276,11 +276,12 @@ def _client_address(server_host: str) -> str:
     except OSError:
         infos = []
     for *_, address in infos:
-        if address[0].startswith("127."):
+        ip = str(address[0])
+        if ip.startswith("127."):
             return "127.0.0.1"
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
             try:
-                probe.connect((address[0], 9))  # UDP: picks the route, sends nothing
+                probe.connect((ip, 9))  # UDP: picks the route, sends nothing
             except OSError:
                 continue
             return str(probe.getsockname()[0])

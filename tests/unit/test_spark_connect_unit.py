@@ -142,7 +142,9 @@ def test_state_of_a_dead_or_foreign_process_is_removed(tmp_path: Path) -> None:
     assert issubclass(EmbeddedSparkConnectError, EmbeddedServiceError)
 
 
-def test_env_remote_wins_and_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_remote_wins_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DKF_HOME", str(tmp_path))
     monkeypatch.setenv("SPARK_REMOTE", "sc://spark.example:15002")
     assert resolve_spark_remote() == "sc://spark.example:15002"
@@ -162,3 +164,13 @@ def test_cli_status_and_stop_when_not_running(
     assert out == "" and "not running" in err
     assert cli.main(["local-spark", "stop"]) == 0
     assert "no local Spark Connect server" in capsys.readouterr().out
+
+
+def test_a_session_named_in_the_url_is_kept_for_later_runs() -> None:
+    from dagster_kafka_flinklike.spark import _names_a_session
+
+    assert _names_a_session("sc://127.0.0.1:15002/;session_id=6f1c3a52-0c58-4a4e-8d07-f4b1c0e0a001")
+    assert _names_a_session("sc://host:15002/;use_ssl=true;session_id=x")
+    assert not _names_a_session("sc://127.0.0.1:15002")
+    assert not _names_a_session("sc://127.0.0.1:15002/;token=abc")
+    assert not _names_a_session(None)
