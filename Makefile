@@ -53,4 +53,5 @@ ui: env
 clean:
 	-$(BIN)/dkf local-kafka stop
 	-$(BIN)/dkf local-registry stop
+	-$(BIN)/dkf local-spark stop
 	rm -rf .local

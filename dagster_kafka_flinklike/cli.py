@@ -1,4 +1,5 @@
-"""The ``dkf`` command line: manage the local development Kafka broker and Schema Registry.
+"""The ``dkf`` command line: manage the local development Kafka broker, Schema Registry and
+Spark Connect server; check and run Flink SQL scripts.
 
 Kept free of module-level pyspark and dagster imports so that ``dkf local-kafka status`` answers
 in well under a second.
@@ -13,6 +14,8 @@ Example:
         $ dkf local-kafka stop
         $ dkf local-registry start
         http://127.0.0.1:41235/apis/ccompat/v7
+        $ dkf local-spark start
+        sc://127.0.0.1:41236
 """
 
 from __future__ import annotations
@@ -88,6 +91,23 @@ _REGISTRY = _LocalService(
         "The first start downloads it (about 110 MB) and needs Java 17+. It prints the URL "
         "for SchemaRegistryClient / 'avro-confluent.url' and keeps running until "
         "`dkf local-registry stop`."
+    ),
+)
+_SPARK = _LocalService(
+    command="local-spark",
+    kind="EmbeddedSparkConnect",
+    folder="spark-connect",
+    noun="Spark Connect server",
+    short="server",
+    address="URL",
+    env="SPARK_REMOTE",
+    env_names="server",
+    description=(
+        "Manage a Spark Connect server (Spark in local mode, from the installed PySpark) on "
+        "127.0.0.1, kept in $DKF_HOME/spark-connect (default ./.local/spark-connect). It needs "
+        "Java 17+. It prints the URL for SparkResource(remote=...) / SPARK_REMOTE; its Python "
+        "workers run this interpreter with this package importable. It keeps running until "
+        "`dkf local-spark stop`."
     ),
 )
 
@@ -175,6 +195,11 @@ def _add_local_registry(subparsers: _Subparsers) -> None:
     _add_local_service(subparsers, _REGISTRY)
 
 
+def _add_local_spark(subparsers: _Subparsers) -> None:
+    """Register ``dkf local-spark start|stop|status``."""
+    _add_local_service(subparsers, _SPARK)
+
+
 # ---------------------------------------------------------------------------------------------
 # More subcommands (e.g. `dkf demo`) go here: write `_add_<name>(subparsers)` that registers a
 # parser and calls `set_defaults(handler=...)` with a `(args) -> int` function, then append it to
@@ -192,6 +217,7 @@ def _add_sql(subparsers: _Subparsers) -> None:
 _REGISTRATIONS: list[Callable[[_Subparsers], None]] = [
     _add_local_kafka,
     _add_local_registry,
+    _add_local_spark,
     _add_sql,
 ]
 
@@ -216,8 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name; ``None`` reads ``sys.argv``.
 
     Returns:
-        0 on success, non-zero on failure (``local-kafka status`` and ``local-registry status``:
-        1 when not running).
+        0 on success, non-zero on failure (``local-kafka``, ``local-registry`` and
+        ``local-spark status``: 1 when not running).
 
     Example:
         >>> main(["local-kafka", "status"])  # doctest: +SKIP

@@ -23,9 +23,11 @@ class KafkaConnectorError(Exception):
 
 
 class EmbeddedServiceError(KafkaConnectorError):
-    """An embedded development service (the Kafka broker or the Schema Registry) failed.
+    """An embedded development service (the Kafka broker, the Schema Registry or the Spark
+    Connect server) failed.
 
-    The base of :class:`EmbeddedKafkaError` and :class:`EmbeddedSchemaRegistryError`: catch it
+    The base of :class:`EmbeddedKafkaError`, :class:`EmbeddedSchemaRegistryError` and
+    :class:`EmbeddedSparkConnectError`: catch it
     to handle any local service that could not be fetched, started or stopped.
 
     Example:
@@ -63,6 +65,36 @@ class EmbeddedSchemaRegistryError(EmbeddedServiceError):
         ...     EmbeddedSchemaRegistry(Path("/tmp/sr")).start(timeout=1)
         ... except EmbeddedSchemaRegistryError as exc:
         ...     print(exc)
+    """
+
+
+class EmbeddedSparkConnectError(EmbeddedServiceError):
+    """The local development Spark Connect server could not be started or stopped.
+
+    Like :class:`EmbeddedKafkaError`, a failure of the server process itself ends the message
+    with the tail of the server's log.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from dagster_kafka_flinklike.local import EmbeddedSparkConnect
+        >>> try:  # doctest: +SKIP
+        ...     EmbeddedSparkConnect(Path("/tmp/spark")).start(timeout=1)
+        ... except EmbeddedSparkConnectError as exc:
+        ...     print(exc)
+    """
+
+
+class SparkConnectError(KafkaConnectorError):
+    """A Spark Connect session cannot be opened or used: a malformed ``sc://`` URL, PySpark's
+    Connect client packages missing, or a session that cannot do what the connector needs.
+
+    Example:
+        >>> from dagster_kafka_flinklike.spark import connect_session
+        >>> try:
+        ...     connect_session("localhost:15002")
+        ... except SparkConnectError as exc:
+        ...     print(str(exc).split(":")[0])
+        Spark Connect URL 'localhost
     """
 
 

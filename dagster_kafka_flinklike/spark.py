@@ -1,4 +1,6 @@
-"""The Spark session resource (dagster-pyspark), with the environment PySpark needs here."""
+"""The Spark session resource (dagster-pyspark), with the environment PySpark needs here: a
+classic session (a JVM in this process) or a Spark Connect session (a client of a server).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +15,27 @@ from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field
 
+from ._sessions import is_connect
+
+__all__ = [
+    "CONNECTOR_SPARK_CONFIG",
+    "SparkResource",
+    "connect_session",
+    "has_spark_avro",
+    "is_connect",
+    "local_spark_config",
+    "prepare_spark_environment",
+    "spark_avro_jar",
+    "with_spark_avro",
+]
+
 logger = logging.getLogger(__name__)
 
 #: Spark's own Avro package (``from_avro``/``to_avro``), the Avro formats' fast path.
 SPARK_AVRO = "spark-avro_2.13"
+
+#: Where PySpark reads a Spark Connect server's URL from when no setting names one.
+SPARK_REMOTE_ENV = "SPARK_REMOTE"
 
 
 def spark_avro_jar() -> str | None:
@@ -78,6 +97,59 @@ def has_spark_avro(spark: Any) -> bool:
     return "spark-avro" in jars
 
 
+def connect_session(remote: str, config: Mapping[str, Any] | None = None) -> Any:
+    """A Spark Connect session with the server at ``remote`` (``sc://host:port[/;param=...]``).
+
+    ``config`` is applied as the session's settings; those the server fixes at its start
+    (``spark.master``, ``spark.jars``, memory, ...) are skipped, as PySpark skips them. PySpark
+    runs one kind of session per process: once this returns, ``pyspark.sql.functions`` build
+    Spark Connect columns in this process.
+
+    Raises:
+        SparkConnectError: ``remote`` is no ``sc://`` URL, or PySpark's Spark Connect client
+            packages (``pyspark[connect]``: grpcio, grpcio-status, googleapis-common-protos,
+            zstandard) are missing.
+
+    Example:
+        >>> spark = connect_session("sc://127.0.0.1:15002")  # doctest: +SKIP
+    """
+    from .errors import SparkConnectError
+
+    url = remote.strip()
+    if not url.startswith("sc://") or len(url) <= len("sc://"):
+        raise SparkConnectError(
+            f"Spark Connect URL {remote!r} is not an sc:// URL: write it as sc://host:port "
+            "(`dkf local-spark start` prints the URL of a local server)."
+        )
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:  # PySparkImportError is an ImportError
+        raise SparkConnectError(
+            f"A Spark Connect session needs PySpark's Spark Connect client packages: {exc} "
+            "Install them with `pip install 'pyspark[connect]'`."
+        ) from exc
+    # PySpark's own switch (set by its builder for a remote session): its functions and
+    # helpers build Spark Connect plans from here on.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    builder = ConnectSession.builder.remote(url)
+    settings = {
+        k: v for k, v in (config or {}).items() if k not in ("spark.remote", "spark.master")
+    }
+    if settings:
+        builder = builder.config(map=settings)
+    return builder.getOrCreate()
+
+
+def _names_a_session(remote: str | None) -> bool:
+    """Whether a Spark Connect URL names its server-side session (``;session_id=...``), which
+    later processes then share: such a session is not released at the end of a run."""
+    return remote is not None and ";session_id=" in remote.split("/", 3)[-1]
+
+
 def prepare_spark_environment(master: str | None) -> None:
     """Set what a PySpark driver needs before it starts, without overriding the user's values.
 
@@ -92,13 +164,15 @@ def prepare_spark_environment(master: str | None) -> None:
 
 class SparkResource(PySparkResource):
     """dagster-pyspark's ``PySparkResource`` that prepares the environment and starts the
-    session on first use.
+    session on first use; with ``remote`` (or ``spark.remote`` / ``$SPARK_REMOTE``), a Spark
+    Connect session instead, so a run starts no JVM.
 
     A run that never touches Spark (Kafka asset checks run alone, a sensor-launched check job)
-    so never pays the JVM's start.
+    so never pays the session's start.
 
     Example:
         >>> SparkResource(spark_config={"spark.master": "local[2]"})
+        >>> SparkResource(remote="sc://127.0.0.1:15002")  # `dkf local-spark start` prints it
     """
 
     spark_config: dict[str, Any] = {}
@@ -106,18 +180,58 @@ class SparkResource(PySparkResource):
         default=True,
         description="Add Spark's own Avro package (spark-avro of this Spark release, fetched "
         "once from Maven Central) to the session: the Avro formats then decode with Spark's "
-        "from_avro, falling back to Python per record only where it fails.",
+        "from_avro, falling back to Python per record only where it fails. Classic sessions "
+        "only: a Spark Connect server brings its own packages (`dkf local-spark` adds it).",
     )
 
+    remote: str | None = Field(
+        default=None,
+        description="The URL of a Spark Connect server (sc://host:port, as `dkf local-spark "
+        "start` prints it): the session is a Spark Connect client of that server, and the run "
+        "starts no JVM. Unset: spark_config's 'spark.remote', else $SPARK_REMOTE, else a "
+        "classic session from spark_config. The server provides Spark's packages and the "
+        "Python workers, which must import dagster_kafka_flinklike.",
+    )
+
+    def remote_url(self) -> str | None:
+        """The Spark Connect URL the session uses: ``remote``, else ``spark_config``'s
+        ``spark.remote``, else ``$SPARK_REMOTE``; ``None`` for a classic session."""
+        for candidate in (
+            self.remote,
+            self.spark_config.get("spark.remote"),
+            os.environ.get(SPARK_REMOTE_ENV),
+        ):
+            if candidate is not None and str(candidate).strip():
+                return str(candidate).strip()
+        return None
+
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        prepare_spark_environment(self.spark_config.get("spark.master"))
+        if self.remote_url() is None:
+            prepare_spark_environment(self.spark_config.get("spark.master"))
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        """Release a Spark Connect session on its server (its cached data, its state, its
+        Python workers) unless the URL names the session (``;session_id=``) for later runs to
+        share; a classic session stays up for the rest of the process, as dagster-pyspark
+        leaves it."""
+        session = self._spark_session
+        if session is not None and is_connect(session) and not _names_a_session(self.remote_url()):
+            session.stop()
+            self._spark_session = None
 
     @property
     def spark_session(self) -> Any:
-        """The Spark session, built (``getOrCreate``) from ``spark_config`` on first use."""
+        """The Spark session, built (``getOrCreate``) on first use: a Spark Connect session
+        when :meth:`remote_url` names a server, else a classic one from ``spark_config``."""
         if self._spark_session is None:
-            config = with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
-            self._spark_session = spark_session_from_config(config)
+            remote = self.remote_url()
+            if remote is not None:
+                self._spark_session = connect_session(remote, self.spark_config)
+            else:
+                config = (
+                    with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
+                )
+                self._spark_session = spark_session_from_config(config)
         return self._spark_session
 
 

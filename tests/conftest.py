@@ -1,9 +1,11 @@
-"""Shared pytest fixtures: a Kafka broker and a Schema Registry for the whole session, an admin
-client, fresh topics.
+"""Shared pytest fixtures: a Kafka broker, a Schema Registry and a Spark Connect server for the
+whole session, an admin client, fresh topics.
 
 The broker is ``$KAFKA_BOOTSTRAP_SERVERS`` when set, else an embedded broker started once per
 session in a temporary directory; the registry likewise is ``$SCHEMA_REGISTRY_URL`` or an
-embedded one, started only when a test asks for it (see ``dagster_kafka_flinklike.local``).
+embedded one, and the Spark Connect server ``$SPARK_REMOTE`` or a local one started with
+``dkf local-spark start``; both are started only when a test asks for them (see
+``dagster_kafka_flinklike.local``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
         if "schema_registry_url" in names:
             item.add_marker(pytest.mark.schema_registry)
+        if "spark_connect_url" in names:
+            item.add_marker(pytest.mark.spark_connect)
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +73,68 @@ def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         yield url
     finally:
         registry.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``$DKF_HOME`` of the session's local Spark Connect server (``<it>/spark-connect``)."""
+    return Path(tmp_path_factory.mktemp("dkf-home-spark"))
+
+
+@pytest.fixture(scope="session")
+def spark_connect_url(spark_connect_home: Path) -> Iterator[str]:
+    """URL of the session's Spark Connect server: ``$SPARK_REMOTE`` or a local one.
+
+    The local server is started and stopped with the command line a user runs (``dkf
+    local-spark start`` / ``stop``), once per session and on first use only; its ``start``
+    prints the URL alone on a line and its ``stop`` must leave nothing running.
+    """
+    env = os.environ.get("SPARK_REMOTE", "").strip()
+    if env:
+        yield env
+        return
+    # Generous, as for the broker: a busy 2-core CI machine starts a JVM slowly.
+    started = run_dkf(spark_connect_home, "local-spark", "start", "--timeout", "240")
+    assert started.returncode == 0, started.stderr
+    url = started.stdout.strip()
+    assert url.startswith("sc://127.0.0.1:") and "\n" not in url, started.stdout
+    try:
+        yield url
+    finally:
+        _stop_connect_sessions()  # else each client retries releasing its session at exit
+        stopped = run_dkf(spark_connect_home, "local-spark", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.startswith("stopped the local Spark Connect server"), stopped.stdout
+        after = run_dkf(spark_connect_home, "local-spark", "status")
+        assert (after.returncode, after.stdout) == (1, ""), after
+
+
+def _stop_connect_sessions() -> None:
+    """Release this process's Spark Connect sessions (PySpark keeps the default one)."""
+    connect = sys.modules.get("pyspark.sql.connect.session")
+    if connect is None:
+        return
+    sessions = connect.SparkSession
+    for session in (sessions.getActiveSession(), sessions._get_default_session()):
+        if session is not None:
+            session.stop()
+
+
+@pytest.fixture
+def connect_spark(spark_connect_url: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """A Spark Connect session with the session's server, as ``SparkResource(remote=...)``
+    builds it.
+
+    PySpark runs one kind of session per process at a time (a process-wide switch makes its
+    functions build Spark Connect plans); the switch is turned back off after the test, so the
+    classic ``spark`` fixture keeps working in the same test session.
+    """
+    from dagster_kafka_flinklike.spark import SparkResource
+
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # restored (removed) after the test
+    session = SparkResource(remote=spark_connect_url).spark_session
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    return session
 
 
 #: ``transaction.max.timeout.ms`` of the small-timeout broker (:func:`small_broker`).

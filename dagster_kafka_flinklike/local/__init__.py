@@ -1,10 +1,12 @@
-"""The embedded development services: a real Apache Kafka and a real Schema Registry on 127.0.0.1.
+"""The embedded development services on 127.0.0.1: a real Apache Kafka, a real Schema Registry
+and a Spark Connect server.
 
 This package is the only place that knows about local services. Everything else takes bootstrap
 servers and registry URLs as configuration; the demo and the tests get them from
 :func:`resolve_bootstrap_servers` / :func:`ensure_local_kafka` and
-:func:`resolve_schema_registry_url` / :func:`ensure_local_schema_registry`, which honour
-``$KAFKA_BOOTSTRAP_SERVERS`` and ``$SCHEMA_REGISTRY_URL`` first.
+:func:`resolve_schema_registry_url` / :func:`ensure_local_schema_registry` and
+:func:`resolve_spark_remote` / :func:`ensure_local_spark_connect`, which honour
+``$KAFKA_BOOTSTRAP_SERVERS``, ``$SCHEMA_REGISTRY_URL`` and ``$SPARK_REMOTE`` first.
 
 Example:
     >>> from pathlib import Path
@@ -19,7 +21,12 @@ Example:
 
 from __future__ import annotations
 
-from ..errors import EmbeddedKafkaError, EmbeddedSchemaRegistryError, EmbeddedServiceError
+from ..errors import (
+    EmbeddedKafkaError,
+    EmbeddedSchemaRegistryError,
+    EmbeddedServiceError,
+    EmbeddedSparkConnectError,
+)
 from ._broker import (
     EmbeddedKafka,
     default_home,
@@ -40,6 +47,11 @@ from ._registry import (
     ensure_local_schema_registry,
     resolve_schema_registry_url,
 )
+from ._spark_connect import (
+    EmbeddedSparkConnect,
+    ensure_local_spark_connect,
+    resolve_spark_remote,
+)
 
 __all__ = [
     "KAFKA_VERSION",
@@ -49,14 +61,18 @@ __all__ = [
     "EmbeddedSchemaRegistry",
     "EmbeddedSchemaRegistryError",
     "EmbeddedServiceError",
+    "EmbeddedSparkConnect",
+    "EmbeddedSparkConnectError",
     "default_cache_dir",
     "default_home",
     "ensure_local_kafka",
     "ensure_local_schema_registry",
+    "ensure_local_spark_connect",
     "fetch_kafka",
     "fetch_schema_registry",
     "free_port",
     "render_server_properties",
     "resolve_bootstrap_servers",
     "resolve_schema_registry_url",
+    "resolve_spark_remote",
 ]

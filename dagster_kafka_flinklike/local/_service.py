@@ -311,6 +311,10 @@ class JvmService:
         """More facts for ``state.json`` (the version that runs)."""
         return {}
 
+    def _environment(self) -> dict[str, str] | None:
+        """The process environment of the service; ``None`` inherits this process's."""
+        return None
+
     def _after_ready(self, address: str, ports: Mapping[str, int]) -> None:
         """Called once a freshly launched service is ready."""
 
@@ -566,6 +570,7 @@ class JvmService:
             proc = subprocess.Popen(
                 cmd,
                 cwd=self.data_dir,
+                env=self._environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

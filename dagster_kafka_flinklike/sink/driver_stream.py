@@ -14,7 +14,9 @@ differently), so the transfer fails and the caller aborts its transaction.
 
 Network: executors connect to the driver at ``spark.driver.host`` on a port chosen per write
 (listening on ``spark.driver.bindAddress`` when set), as they already reach the driver's other
-ports; a connection must present the write's random token.
+ports; a connection must present the write's random token. Over Spark Connect the producer runs
+in the client's process, not in the server's driver: executors connect to the client at the
+address it reaches the server from (127.0.0.1 for a server on this machine).
 """
 
 from __future__ import annotations
@@ -256,9 +258,34 @@ class BatchServer:
 
 
 def _driver_address(spark: Any) -> tuple[str, str]:
+    from .._sessions import is_connect
+
+    if is_connect(spark):
+        host = _client_address(str(spark.client.host))
+        return host, host
     conf = spark.sparkContext.getConf()
     host = conf.get("spark.driver.host", None) or socket.gethostname()
     return host, conf.get("spark.driver.bindAddress", None) or host
+
+
+def _client_address(server_host: str) -> str:
+    """This machine's address on the route to a Spark Connect server at ``server_host``: where
+    that server's executors (on its machine or its network) reach this client."""
+    try:
+        infos = socket.getaddrinfo(server_host, None, socket.AF_INET, socket.SOCK_DGRAM)
+    except OSError:
+        infos = []
+    for *_, address in infos:
+        ip = str(address[0])
+        if ip.startswith("127."):
+            return "127.0.0.1"
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.connect((ip, 9))  # UDP: picks the route, sends nothing
+            except OSError:
+                continue
+            return str(probe.getsockname()[0])
+    return socket.gethostbyname(socket.gethostname())
 
 
 def driver_batches(
@@ -295,23 +322,51 @@ def driver_batches(
         )
 
     group = f"dkf-driver-stream-{uuid.uuid4().hex}"
-    context = spark.sparkContext
+    jobs = _JobGroup(spark, group)
 
     def run() -> None:
         try:
-            context.setJobGroup(group, "exactly-once sink: stream to the driver", True)
+            jobs.enter()
             counts = frame.mapInArrow(send, "partition int, rows long").collect()
             server.finish({row["partition"]: row["rows"] for row in counts})
         except BaseException as exc:
             with contextlib.suppress(ConnectionAbortedError):
                 server.finish(exc)
 
-    job = InheritableThread(target=run, name="dkf-driver-stream-job", daemon=True)
+    job = InheritableThread(target=run, name="dkf-driver-stream-job", daemon=True, session=spark)
     job.start()
     try:
         yield from server.batches(check)
     finally:
         if job.is_alive():
-            context.cancelJobGroup(group)
+            jobs.cancel()
         server.close()
         job.join()
+
+
+class _JobGroup:
+    """The Spark jobs a thread starts, cancellable from another thread: a job group on a
+    classic session, an operation tag on a Spark Connect session (which has no SparkContext)."""
+
+    def __init__(self, spark: Any, name: str) -> None:
+        from .._sessions import is_connect
+
+        self.spark = spark
+        self.name = name
+        self.connect = is_connect(spark)
+
+    def enter(self) -> None:
+        """Put the calling thread's next jobs in the group."""
+        if self.connect:
+            self.spark.addTag(self.name)
+        else:
+            self.spark.sparkContext.setJobGroup(
+                self.name, "exactly-once sink: stream to the driver", True
+            )
+
+    def cancel(self) -> None:
+        """Cancel the group's running jobs."""
+        if self.connect:
+            self.spark.interruptTag(self.name)
+        else:
+            self.spark.sparkContext.cancelJobGroup(self.name)

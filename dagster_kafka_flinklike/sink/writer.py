@@ -463,6 +463,27 @@ def distribute(encoded: DataFrame, parallelism: int | None = None) -> DataFrame:
     return encoded
 
 
+def num_partitions(frame: DataFrame) -> int:
+    """The number of partitions (so of writing tasks) of ``frame``.
+
+    A classic session knows it from the plan; Spark Connect has no RDDs, so a job that returns
+    one row per partition counts them (running ``frame``'s upstream stages once more).
+    """
+    from .._sessions import is_connect
+
+    if not is_connect(frame.sparkSession):
+        return int(frame.rdd.getNumPartitions())
+
+    def one_row(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"task": [1]}, schema=pa.schema([("task", pa.int64())]))
+
+    return int(frame.mapInArrow(one_row, "task long").count())
+
+
 def write(
     encoded: DataFrame,
     topic: str,
@@ -521,7 +542,7 @@ def write(
     encoded = distribute(encoded, parallelism)
     num_tasks = parallelism or 0
     if placement.custom is not None and not num_tasks:
-        num_tasks = encoded.rdd.getNumPartitions()
+        num_tasks = num_partitions(encoded)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from _write_task(batches, topic, config, placement, num_tasks, fail_fast)

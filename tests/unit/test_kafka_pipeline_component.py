@@ -197,6 +197,19 @@ def test_settings_for_resources_keys_and_source_assets() -> None:
         assert streaming_tables(asset).kafka_resource_key == "cluster"
 
 
+def test_a_spark_connect_url_alone_configures_the_session() -> None:
+    defs_yaml = (
+        PIPELINE.split("  sensors:")[0]
+        + """\
+  spark:
+    remote: sc://spark-connect.example:15002
+"""
+    )
+    with loaded(defs_yaml, FILES) as (component, _, _):
+        assert component.spark.remote_url() == "sc://spark-connect.example:15002"
+        assert component.spark.spark_config["spark.sql.session.timeZone"] == "UTC"
+
+
 def test_components_configured_alike_share_their_resources() -> None:
     simple = f"""\
 type: {TYPE}

@@ -229,8 +229,9 @@ def _resolve_kafka(context: ResolutionContext, kafka: KafkaResource) -> KafkaRes
 
 def _resolve_spark(context: ResolutionContext, spark: SparkResource) -> SparkResource:
     settings = dict(context.resolve_value(spark.model_dump(exclude_unset=True)))
-    if "spark_config" not in settings:
+    if not settings:
         return _default_spark()
+    settings.setdefault("spark_config", local_spark_config("dagster-kafka-flinklike"))
     resource: SparkResource = _shared_resource(SparkResource, settings)
     return resource
 
@@ -339,7 +340,10 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
     ] = Field(default_factory=_default_kafka)
     spark: Annotated[
         SparkResource,
-        _about("The Spark session (spark_config); default: local[2].", Resolver(_resolve_spark)),
+        _about(
+            "The Spark session (spark_config; remote: a Spark Connect URL); default: local[2].",
+            Resolver(_resolve_spark),
+        ),
     ] = Field(default_factory=_default_spark)
     provide_resources: Annotated[
         bool,
