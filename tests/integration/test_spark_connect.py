@@ -124,6 +124,9 @@ def test_streaming_run_exactly_once_over_connect(kafka_bootstrap, new_topic, con
     try:
         events = run.read("events", source)
         result = run.write(sink, events.select("id", "payload"))
+        # The write's pass counted the input (observed over Connect too): no job of its own.
+        assert run.sources["events"].decoded.counts.counted
+        assert run.sources["events"].decoded.stats.records == 200
         checkpoint = run.commit()
     finally:
         run.close()
