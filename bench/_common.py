@@ -318,6 +318,28 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
         consumer.close()
 
 
+def spark_kafka_package() -> str:
+    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
+    if Maven Central has it, else the minor version's first release."""
+    import urllib.request
+
+    import pyspark
+
+    from dagster_kafka_flinklike.local._fetch import maven_repository
+
+    version = pyspark.__version__.split("+")[0]
+    artifact = "spark-sql-kafka-0-10_2.13"
+    for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
+        folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
+        url = f"{folder}/{artifact}-{candidate}.pom"
+        try:
+            with urllib.request.urlopen(url, timeout=30):
+                return f"org.apache.spark:{artifact}:{candidate}"
+        except OSError:
+            continue
+    raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
+
+
 # ----------------------------------------------------------------------------- memory
 
 

@@ -149,28 +149,6 @@ def raw_loop(
 SPARK_KAFKA = os.environ.get("BENCH_SPARK_KAFKA", "1").strip() != "0"
 
 
-def spark_kafka_package() -> str:
-    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
-    if Maven Central has it, else the minor version's first release."""
-    import urllib.request
-
-    import pyspark
-
-    from dagster_kafka_flinklike.local._fetch import maven_repository
-
-    version = pyspark.__version__.split("+")[0]
-    artifact = "spark-sql-kafka-0-10_2.13"
-    for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
-        folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
-        url = f"{folder}/{artifact}-{candidate}.pom"
-        try:
-            with urllib.request.urlopen(url, timeout=30):
-                return f"org.apache.spark:{artifact}:{candidate}"
-        except OSError:
-            continue
-    raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
-
-
 def start_spark() -> SparkSession:
     """The local Spark session the library's resources build (``local[2]``)."""
     from pyspark.sql import SparkSession
@@ -186,7 +164,7 @@ def start_spark() -> SparkSession:
     if SPARK_KAFKA:
         # The anchor: Spark's own Kafka source of this Spark release (Ivy fetches it and its
         # dependencies from Maven Central once), read side by side in the same session.
-        config["spark.jars.packages"] = spark_kafka_package()
+        config["spark.jars.packages"] = common.spark_kafka_package()
     prepare_spark_environment(config["spark.master"])
     builder = SparkSession.builder
     for key, value in config.items():

@@ -2,92 +2,40 @@
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
-from collections.abc import Mapping
 from typing import Any
 
 from dagster import InitResourceContext
 from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
-logger = logging.getLogger(__name__)
+from ._spark_session import (
+    CONNECTOR_SPARK_CONFIG,
+    SPARK_AVRO,
+    BackgroundSession,
+    has_spark_avro,
+    local_spark_config,
+    prepare_spark_environment,
+    spark_avro_jar,
+    start_session_in_background,
+    warm_up_in_background,
+    warm_up_python_workers,
+    with_spark_avro,
+)
 
-#: Spark's own Avro package (``from_avro``/``to_avro``), the Avro formats' fast path.
-SPARK_AVRO = "spark-avro_2.13"
-
-
-def spark_avro_jar() -> str | None:
-    """Spark's ``spark-avro`` jar for this PySpark release, fetched once; None if unavailable.
-
-    The jar of the same version is tried first, then the first release of the same minor
-    version (patch releases of a Spark minor version are compatible). Without it, the Avro
-    formats decode in Python only.
-
-    Example:
-        >>> spark_avro_jar()  # doctest: +SKIP
-        '/root/.cache/dagster_kafka_flinklike/spark-packages/spark-avro_2.13-4.2.0/...jar'
-    """
-    import pyspark
-
-    from .errors import EmbeddedServiceError
-    from .local._fetch import fetch_spark_package
-
-    version = pyspark.__version__.split("+")[0]
-    major_minor = ".".join(version.split(".")[:2])
-    reasons = []
-    for candidate in dict.fromkeys((version, f"{major_minor}.0")):
-        try:
-            return str(fetch_spark_package(SPARK_AVRO, candidate))
-        except EmbeddedServiceError as exc:
-            reasons.append(str(exc))
-    logger.warning(
-        "Spark's Avro package is not available (%s); the Avro formats decode in Python only.",
-        "; ".join(reasons),
-    )
-    return None
-
-
-def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with Spark's Avro package added to ``spark.jars`` (unless it is already in
-    ``spark.jars`` or ``spark.jars.packages``, or cannot be fetched).
-
-    Example:
-        >>> with_spark_avro({"spark.master": "local[2]"})["spark.jars"]  # doctest: +SKIP
-        '/root/.cache/.../spark-avro_2.13-4.2.0.jar'
-    """
-    out = dict(config)
-    given = f"{out.get('spark.jars', '')},{out.get('spark.jars.packages', '')}"
-    if "spark-avro" in given:
-        return out
-    jar = spark_avro_jar()
-    if jar is not None:
-        out["spark.jars"] = ",".join(j for j in (out.get("spark.jars"), jar) if j)
-    return out
-
-
-def has_spark_avro(spark: Any) -> bool:
-    """Whether the session was started with Spark's Avro package (``spark.jars`` or
-    ``spark.jars.packages`` name it)."""
-    try:
-        jars = f"{spark.conf.get('spark.jars', '')},{spark.conf.get('spark.jars.packages', '')}"
-    except Exception:  # a session that cannot report its settings: assume the package is absent
-        return False
-    return "spark-avro" in jars
-
-
-def prepare_spark_environment(master: str | None) -> None:
-    """Set what a PySpark driver needs before it starts, without overriding the user's values.
-
-    ``PYSPARK_PYTHON`` is this interpreter (executors must run the same environment);
-    ``SPARK_LOCAL_IP`` is 127.0.0.1 only for ``local`` masters, never for a cluster.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if master is None or master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+__all__ = [
+    "CONNECTOR_SPARK_CONFIG",
+    "SPARK_AVRO",
+    "SparkResource",
+    "has_spark_avro",
+    "local_spark_config",
+    "prepare_spark_environment",
+    "spark_avro_jar",
+    "start_session_in_background",
+    "warm_up_in_background",
+    "warm_up_python_workers",
+    "with_spark_avro",
+]
 
 
 class SparkResource(PySparkResource):
@@ -95,7 +43,10 @@ class SparkResource(PySparkResource):
     session on first use.
 
     A run that never touches Spark (Kafka asset checks run alone, a sensor-launched check job)
-    so never pays the JVM's start.
+    so never pays the JVM's start. A run that materializes assets starts the session in the
+    background as soon as the resource is set up (``start_early``), so the JVM's start overlaps
+    with the run's own preparation (opening the sink's transaction, planning offsets), and then
+    starts a local session's Python workers with the connector's code imported.
 
     Example:
         >>> SparkResource(spark_config={"spark.master": "local[2]"})
@@ -108,38 +59,40 @@ class SparkResource(PySparkResource):
         "once from Maven Central) to the session: the Avro formats then decode with Spark's "
         "from_avro, falling back to Python per record only where it fails.",
     )
+    start_early: bool = Field(
+        default=True,
+        description="In a run that selects assets to materialize, start the session in the "
+        "background when the resource is set up instead of at its first use (runs that select "
+        "only asset checks start none); and once a local session is up, start its Python "
+        "workers in the background while the first query is planned.",
+    )
+    _starting: BackgroundSession | None = PrivateAttr(default=None)
+
+    def _config(self) -> dict[str, Any]:
+        return with_spark_avro(self.spark_config) if self.spark_avro else dict(self.spark_config)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         prepare_spark_environment(self.spark_config.get("spark.master"))
+        run = context.dagster_run
+        materializes = bool(run is not None and run.asset_selection)
+        if self.start_early and materializes and self._spark_session is None:
+            from pyspark import SparkContext
+
+            if SparkContext._active_spark_context is not None:  # already up in this process
+                return
+            self._starting = start_session_in_background(self._config())
 
     @property
     def spark_session(self) -> Any:
         """The Spark session, built (``getOrCreate``) from ``spark_config`` on first use."""
         if self._spark_session is None:
-            config = with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
-            self._spark_session = spark_session_from_config(config)
+            if self._starting is not None:
+                self._starting.result()  # a failed start is raised by the build below
+                self._starting = None
+            from pyspark import SparkContext
+
+            fresh = SparkContext._active_spark_context is None
+            self._spark_session = spark_session_from_config(self._config())
+            if fresh and self.start_early:
+                warm_up_in_background(self._spark_session)
         return self._spark_session
-
-
-#: Spark settings that make the connector's ``mapInArrow`` queries cheaper (see the README's
-#: "Spark settings"): PySpark's 64 MiB default byte limit on an Arrow batch makes the JVM
-#: measure the batch after every row it adds, about 0.3 µs per record a sink writes; batches
-#: stay bounded by ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows).
-CONNECTOR_SPARK_CONFIG: dict[str, str] = {
-    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
-}
-
-
-def local_spark_config(app_name: str = "dagster-kafka-flinklike") -> dict[str, Any]:
-    """A small local-mode Spark configuration for demos and tests (2 cores, quiet UI), with
-    :data:`CONNECTOR_SPARK_CONFIG`."""
-    return {
-        **CONNECTOR_SPARK_CONFIG,
-        "spark.master": "local[2]",
-        "spark.app.name": app_name,
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": "2g",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-    }
