@@ -95,9 +95,9 @@ def spark_job(bootstrap: str, starts: str, package: str) -> None:
 
 def _produce_increment(bootstrap: str, batch: int, records: int) -> dict[int, int]:
     """Produce batch ``batch`` of the example's orders; returns the end offsets before it."""
+    import _common as common
     from confluent_kafka import Producer
 
-    import _common as common
     from dagster_kafka_flinklike.local.orders import encode_order, generate_orders
 
     before = common.end_offsets(bootstrap, SOURCE, PARTITIONS)
@@ -166,6 +166,7 @@ def _spark_cold(bootstrap: str, starts: dict[int, int], package: str, env: dict[
     """The hand-written job in a fresh process over the increment that starts at ``starts``;
     checks that it wrote one record per order channel."""
     import _common as common
+
     from dagster_kafka_flinklike.local.orders import CHANNELS
 
     before = sum(common.end_offsets(bootstrap, SPARK_SINK, PARTITIONS).values())

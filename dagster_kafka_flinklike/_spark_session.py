@@ -107,10 +107,27 @@ CONNECTOR_SPARK_CONFIG: dict[str, str] = {
 }
 
 
-def local_spark_config(app_name: str = "dagster-kafka-flinklike") -> dict[str, Any]:
+#: JVM options for a driver that lives for one short run (a process that materializes an
+#: increment and exits): the JIT's first tier only and the serial collector. On two cores the
+#: optimizing compiler and the parallel collector's threads otherwise compete with the run
+#: itself: a local session started in 5-7 s instead of 10-11 s here, and its first queries
+#: planned faster. Long-lived sessions that move millions of records want the optimizing
+#: compiler: leave these out there.
+SHORT_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def local_spark_config(
+    app_name: str = "dagster-kafka-flinklike", *, short_runs: bool = False
+) -> dict[str, Any]:
     """A small local-mode Spark configuration for demos and tests (2 cores, quiet UI), with
-    :data:`CONNECTOR_SPARK_CONFIG`."""
-    return {
+    :data:`CONNECTOR_SPARK_CONFIG`; with ``short_runs``, the driver JVM also gets
+    :data:`SHORT_RUN_JVM_OPTIONS` (for processes that run one materialization and exit).
+
+    Example:
+        >>> local_spark_config(short_runs=True)["spark.driver.extraJavaOptions"]
+        '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC'
+    """
+    config: dict[str, Any] = {
         **CONNECTOR_SPARK_CONFIG,
         "spark.master": "local[2]",
         "spark.app.name": app_name,
@@ -120,6 +137,9 @@ def local_spark_config(app_name: str = "dagster-kafka-flinklike") -> dict[str, A
         "spark.driver.memory": "2g",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
+    if short_runs:
+        config["spark.driver.extraJavaOptions"] = SHORT_RUN_JVM_OPTIONS
+    return config
 
 
 def build_session(config: Mapping[str, Any]) -> SparkSession:
@@ -139,7 +159,7 @@ def _warm_up_worker(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
     from Python values (pyarrow then imports pandas, when installed: about a second), and send
     an Arrow batch back to the JVM."""
     import pyarrow as pa
-    import pyarrow.compute  # noqa: F401
+    import pyarrow.compute
 
     from dagster_kafka_flinklike._worker import settle_worker_heap
     from dagster_kafka_flinklike.sink import writer  # noqa: F401

@@ -11,6 +11,7 @@ from pydantic import Field, PrivateAttr
 
 from ._spark_session import (
     CONNECTOR_SPARK_CONFIG,
+    SHORT_RUN_JVM_OPTIONS,
     SPARK_AVRO,
     BackgroundSession,
     has_spark_avro,
@@ -25,6 +26,7 @@ from ._spark_session import (
 
 __all__ = [
     "CONNECTOR_SPARK_CONFIG",
+    "SHORT_RUN_JVM_OPTIONS",
     "SPARK_AVRO",
     "SparkResource",
     "has_spark_avro",

@@ -92,10 +92,28 @@ def _produce_batch(bootstrap: str) -> tuple[int, int]:
     return batch, BATCH_SIZE
 
 
+def _spark_config() -> dict[str, Any]:
+    """The example's Spark settings (``definitions.spark_config``, with Spark's Avro package as
+    its ``SparkResource`` adds it), computed without importing Dagster."""
+    from dagster_kafka_flinklike._spark_session import local_spark_config
+
+    config = local_spark_config("channel_revenue", short_runs=True)
+    if os.environ.get("SPARK_MASTER"):
+        config["spark.master"] = os.environ["SPARK_MASTER"]
+    return config
+
+
 def main() -> int:
     """Run the demo once; returns the process exit code."""
     project = Path(__file__).resolve().parents[1]
     os.chdir(project)
+    started = time.monotonic()
+    # The Spark session starts first, in the background: its JVM comes up (and then its Python
+    # workers) while Dagster is imported and the broker and the orders are prepared.
+    from dagster_kafka_flinklike._spark_session import start_session_in_background, with_spark_avro
+
+    early_config = _spark_config()
+    early = start_session_in_background(with_spark_avro(early_config))
     from dagster_kafka_flinklike.local import default_home, ensure_local_kafka
 
     home = default_home().resolve() / "dagster_home"
@@ -103,7 +121,6 @@ def main() -> int:
     (home / "dagster.yaml").touch()
     os.environ["DAGSTER_HOME"] = str(home)
 
-    started = time.monotonic()
     bootstrap = ensure_local_kafka()
     embedded = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     print(f"Kafka: {bootstrap} ({'embedded broker' if embedded else 'KAFKA_BOOTSTRAP_SERVERS'})")
@@ -118,6 +135,10 @@ def main() -> int:
 
     from definitions import channel_revenue, defs
 
+    if defs.resources["pyspark"].spark_config != early_config:  # the example changed: its own
+        session = early.result()
+        if session is not None:
+            session.stop()
     with DagsterInstance.get() as instance:
         result = materialize(
             [channel_revenue], resources=defs.resources, instance=instance, raise_on_error=False
