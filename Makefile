@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
+# Run as a script (not `-m definitions.demo`), so the demo starts Spark before the example's
+# package (and Dagster) is imported: the JVM comes up meanwhile.
 demo: env
-	$(BIN)/python -m definitions.demo
+	$(BIN)/python definitions/demo.py
 
 browser:
 	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \

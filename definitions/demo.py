@@ -1,5 +1,9 @@
 """The demo behind ``make demo``: a new batch of orders in Kafka → ``channel_revenue`` via Dagster.
 
+``make demo`` runs this file as a script (``python definitions/demo.py``; ``python -m
+definitions.demo`` works too): then nothing of the example's package is imported before
+:func:`main` has started Spark in the background.
+
 Each run starts the embedded broker unless ``KAFKA_BOOTSTRAP_SERVERS`` names a cluster, produces
 the next deterministic batch of orders, materializes ``channel_revenue`` on the persistent Dagster
 instance under ``.local/dagster_home`` (so the UI shows the same history) and prints what
@@ -107,6 +111,8 @@ def main() -> int:
     """Run the demo once; returns the process exit code."""
     project = Path(__file__).resolve().parents[1]
     os.chdir(project)
+    if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+        sys.path[0] = str(project)  # run as a script: import the example as a package below
     started = time.monotonic()
     # The Spark session starts first, in the background: its JVM comes up (and then its Python
     # workers) while Dagster is imported and the broker and the orders are prepared.
