@@ -25,6 +25,7 @@ from dagster import (
     HourlyPartitionsDefinition,
     ScheduleDefinition,
     define_asset_job,
+    in_process_executor,
     load_from_defs_folder,
 )
 from pyspark.sql import DataFrame
@@ -148,6 +149,9 @@ defs = Definitions.merge(
             "kafka": ExampleKafkaResource(),
             "pyspark": SparkResource(spark_config=spark_config()),
         },
+        # A run's steps share its process and so one Spark session (the default executor
+        # would start a process, and a Spark driver, per step).
+        executor=in_process_executor,
     ),
     load_from_defs_folder(path_within_project=Path(__file__).parent),
 )
