@@ -254,16 +254,18 @@ def warm_up_python_workers(spark: SparkSession) -> None:
     otherwise paid inside the first query. Spark reuses workers across tasks
     (``spark.python.worker.reuse``, on by default).
     """
-    master = spark.conf.get("spark.master", "") or ""
-    if not master.startswith("local"):
-        return
-    slots = spark.sparkContext.defaultParallelism
-    spark.sparkContext.setJobDescription("dagster-kafka-flinklike: start Python workers")
     try:
-        tasks = max(1, min(slots, 4))
+        context = spark.sparkContext  # a Spark Connect session has none: its server's workers
+    except Exception:
+        return
+    if not (context.master or "").startswith("local"):
+        return
+    context.setJobDescription("dagster-kafka-flinklike: start Python workers")
+    try:
+        tasks = max(1, min(context.defaultParallelism, 4))
         spark.range(0, tasks, 1, tasks).mapInArrow(_warm_up_worker, "id long").collect()
     finally:
-        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        context.setJobDescription(None)  # type: ignore[arg-type]
 
 
 def warm_up_in_background(spark: SparkSession) -> threading.Thread:
