@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -221,6 +222,18 @@ def run() -> dict[str, Any]:
     }
     home = Path(tempfile.mkdtemp(prefix="dkf-bench-run-home-"))
     (home / "dagster.yaml").touch()
+    try:
+        return _measure(summary, home, records, warm_count, rounds, package)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _measure(
+    summary: dict[str, Any], home: Path, records: int, warm_count: int, rounds: int, package: str
+) -> dict[str, Any]:
+    """The measurements of :func:`run`, with ``home`` as the runs' ``DAGSTER_HOME``."""
+    import _common as common
+
     with common.bench_kafka() as bootstrap:
         for topic in (SOURCE, SINK, SPARK_SINK):
             common.create_topic(bootstrap, topic, PARTITIONS)
