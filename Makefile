@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser demo test lint bench bench-read bench-write bench-sensor ui clean
+.PHONY: env browser demo test lint bench bench-read bench-write bench-sensor bench-run ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
+# Run as a script (not `-m definitions.demo`), so the demo starts Spark before the example's
+# package (and Dagster) is imported: the JVM comes up meanwhile.
 demo: env
-	$(BIN)/python -m definitions.demo
+	$(BIN)/python definitions/demo.py
 
 browser:
 	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
@@ -36,7 +38,7 @@ lint: env
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: bench-read bench-write bench-sensor
+bench: bench-read bench-write bench-sensor bench-run
 
 bench-read: env
 	$(BIN)/python bench/read_bench.py
@@ -46,6 +48,9 @@ bench-write: env
 
 bench-sensor: env
 	$(BIN)/python bench/sensor_bench.py
+
+bench-run: env
+	$(BIN)/python bench/run_bench.py
 
 ui: env
 	DAGSTER_HOME=$(CURDIR)/.local/dagster_home $(BIN)/dagster dev -w workspace.yaml

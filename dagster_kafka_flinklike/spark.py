@@ -4,97 +4,54 @@ classic session (a JVM in this process) or a Spark Connect session (a client of 
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from dagster import InitResourceContext
 from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from ._sessions import is_connect
+from ._spark_session import (
+    CONNECTOR_SPARK_CONFIG,
+    SHORT_RUN_JVM_OPTIONS,
+    SPARK_AVRO,
+    BackgroundSession,
+    class_archive_path,
+    has_spark_avro,
+    local_spark_config,
+    prepare_spark_environment,
+    short_run_jvm_options,
+    spark_avro_jar,
+    start_session_in_background,
+    warm_up_in_background,
+    warm_up_python_workers,
+    with_spark_avro,
+)
 
 __all__ = [
     "CONNECTOR_SPARK_CONFIG",
+    "SHORT_RUN_JVM_OPTIONS",
+    "SPARK_AVRO",
     "SparkResource",
+    "class_archive_path",
     "connect_session",
     "has_spark_avro",
     "is_connect",
     "local_spark_config",
     "prepare_spark_environment",
+    "short_run_jvm_options",
     "spark_avro_jar",
+    "start_session_in_background",
+    "warm_up_in_background",
+    "warm_up_python_workers",
     "with_spark_avro",
 ]
 
-logger = logging.getLogger(__name__)
-
-#: Spark's own Avro package (``from_avro``/``to_avro``), the Avro formats' fast path.
-SPARK_AVRO = "spark-avro_2.13"
-
 #: Where PySpark reads a Spark Connect server's URL from when no setting names one.
 SPARK_REMOTE_ENV = "SPARK_REMOTE"
-
-
-def spark_avro_jar() -> str | None:
-    """Spark's ``spark-avro`` jar for this PySpark release, fetched once; None if unavailable.
-
-    The jar of the same version is tried first, then the first release of the same minor
-    version (patch releases of a Spark minor version are compatible). Without it, the Avro
-    formats decode in Python only.
-
-    Example:
-        >>> spark_avro_jar()  # doctest: +SKIP
-        '/root/.cache/dagster_kafka_flinklike/spark-packages/spark-avro_2.13-4.2.0/...jar'
-    """
-    import pyspark
-
-    from .errors import EmbeddedServiceError
-    from .local._fetch import fetch_spark_package
-
-    version = pyspark.__version__.split("+")[0]
-    major_minor = ".".join(version.split(".")[:2])
-    reasons = []
-    for candidate in dict.fromkeys((version, f"{major_minor}.0")):
-        try:
-            return str(fetch_spark_package(SPARK_AVRO, candidate))
-        except EmbeddedServiceError as exc:
-            reasons.append(str(exc))
-    logger.warning(
-        "Spark's Avro package is not available (%s); the Avro formats decode in Python only.",
-        "; ".join(reasons),
-    )
-    return None
-
-
-def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with Spark's Avro package added to ``spark.jars`` (unless it is already in
-    ``spark.jars`` or ``spark.jars.packages``, or cannot be fetched).
-
-    Example:
-        >>> with_spark_avro({"spark.master": "local[2]"})["spark.jars"]  # doctest: +SKIP
-        '/root/.cache/.../spark-avro_2.13-4.2.0.jar'
-    """
-    out = dict(config)
-    given = f"{out.get('spark.jars', '')},{out.get('spark.jars.packages', '')}"
-    if "spark-avro" in given:
-        return out
-    jar = spark_avro_jar()
-    if jar is not None:
-        out["spark.jars"] = ",".join(j for j in (out.get("spark.jars"), jar) if j)
-    return out
-
-
-def has_spark_avro(spark: Any) -> bool:
-    """Whether the session was started with Spark's Avro package (``spark.jars`` or
-    ``spark.jars.packages`` name it)."""
-    try:
-        jars = f"{spark.conf.get('spark.jars', '')},{spark.conf.get('spark.jars.packages', '')}"
-    except Exception:  # a session that cannot report its settings: assume the package is absent
-        return False
-    return "spark-avro" in jars
 
 
 def connect_session(remote: str, config: Mapping[str, Any] | None = None) -> Any:
@@ -150,25 +107,16 @@ def _names_a_session(remote: str | None) -> bool:
     return remote is not None and ";session_id=" in remote.split("/", 3)[-1]
 
 
-def prepare_spark_environment(master: str | None) -> None:
-    """Set what a PySpark driver needs before it starts, without overriding the user's values.
-
-    ``PYSPARK_PYTHON`` is this interpreter (executors must run the same environment);
-    ``SPARK_LOCAL_IP`` is 127.0.0.1 only for ``local`` masters, never for a cluster.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if master is None or master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
 class SparkResource(PySparkResource):
     """dagster-pyspark's ``PySparkResource`` that prepares the environment and starts the
     session on first use; with ``remote`` (or ``spark.remote`` / ``$SPARK_REMOTE``), a Spark
     Connect session instead, so a run starts no JVM.
 
     A run that never touches Spark (Kafka asset checks run alone, a sensor-launched check job)
-    so never pays the session's start.
+    so never pays the session's start. A run that materializes assets starts a classic session
+    in the background as soon as the resource is set up (``start_early``), so the JVM's start
+    overlaps with the run's own preparation (opening the sink's transaction, planning offsets),
+    and then starts a local session's Python workers with the connector's code imported.
 
     Example:
         >>> SparkResource(spark_config={"spark.master": "local[2]"})
@@ -183,7 +131,13 @@ class SparkResource(PySparkResource):
         "from_avro, falling back to Python per record only where it fails. Classic sessions "
         "only: a Spark Connect server brings its own packages (`dkf local-spark` adds it).",
     )
-
+    start_early: bool = Field(
+        default=True,
+        description="In a run that selects assets to materialize, start the (classic) session "
+        "in the background when the resource is set up instead of at its first use (runs that "
+        "select only asset checks start none); and once a local session is up, start its "
+        "Python workers in the background while the first query is planned.",
+    )
     remote: str | None = Field(
         default=None,
         description="The URL of a Spark Connect server (sc://host:port, as `dkf local-spark "
@@ -192,6 +146,10 @@ class SparkResource(PySparkResource):
         "classic session from spark_config. The server provides Spark's packages and the "
         "Python workers, which must import dagster_kafka_flinklike.",
     )
+    _starting: BackgroundSession | None = PrivateAttr(default=None)
+
+    def _config(self) -> dict[str, Any]:
+        return with_spark_avro(self.spark_config) if self.spark_avro else dict(self.spark_config)
 
     def remote_url(self) -> str | None:
         """The Spark Connect URL the session uses: ``remote``, else ``spark_config``'s
@@ -206,8 +164,17 @@ class SparkResource(PySparkResource):
         return None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        if self.remote_url() is None:
-            prepare_spark_environment(self.spark_config.get("spark.master"))
+        if self.remote_url() is not None:
+            return
+        prepare_spark_environment(self.spark_config.get("spark.master"))
+        run = context.dagster_run
+        materializes = bool(run is not None and run.asset_selection)
+        if self.start_early and materializes and self._spark_session is None:
+            from pyspark import SparkContext
+
+            if SparkContext._active_spark_context is not None:  # already up in this process
+                return
+            self._starting = start_session_in_background(self._config())
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         """Release a Spark Connect session on its server (its cached data, its state, its
@@ -227,33 +194,14 @@ class SparkResource(PySparkResource):
             remote = self.remote_url()
             if remote is not None:
                 self._spark_session = connect_session(remote, self.spark_config)
-            else:
-                config = (
-                    with_spark_avro(self.spark_config) if self.spark_avro else self.spark_config
-                )
-                self._spark_session = spark_session_from_config(config)
+                return self._spark_session
+            if self._starting is not None:
+                self._starting.result()  # a failed start is raised by the build below
+                self._starting = None
+            from pyspark import SparkContext
+
+            fresh = SparkContext._active_spark_context is None
+            self._spark_session = spark_session_from_config(self._config())
+            if fresh and self.start_early:
+                warm_up_in_background(self._spark_session)
         return self._spark_session
-
-
-#: Spark settings that make the connector's ``mapInArrow`` queries cheaper (see the README's
-#: "Spark settings"): PySpark's 64 MiB default byte limit on an Arrow batch makes the JVM
-#: measure the batch after every row it adds, about 0.3 µs per record a sink writes; batches
-#: stay bounded by ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows).
-CONNECTOR_SPARK_CONFIG: dict[str, str] = {
-    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
-}
-
-
-def local_spark_config(app_name: str = "dagster-kafka-flinklike") -> dict[str, Any]:
-    """A small local-mode Spark configuration for demos and tests (2 cores, quiet UI), with
-    :data:`CONNECTOR_SPARK_CONFIG`."""
-    return {
-        **CONNECTOR_SPARK_CONFIG,
-        "spark.master": "local[2]",
-        "spark.app.name": app_name,
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": "2g",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-    }

@@ -25,6 +25,7 @@ from dagster import (
     HourlyPartitionsDefinition,
     ScheduleDefinition,
     define_asset_job,
+    in_process_executor,
     load_from_defs_folder,
 )
 from pyspark.sql import DataFrame
@@ -109,8 +110,10 @@ class ExampleKafkaResource(KafkaResource):
 
 
 def spark_config() -> dict:
-    """Local Spark by default; ``SPARK_MASTER`` points the same code at a cluster."""
-    config = local_spark_config("channel_revenue")
+    """Local Spark by default; ``SPARK_MASTER`` points the same code at a cluster. Every run
+    is a process of its own that materializes one increment, so the driver JVM is tuned for
+    short runs."""
+    config = local_spark_config("channel_revenue", short_runs=True)
     if os.environ.get("SPARK_MASTER"):
         config["spark.master"] = os.environ["SPARK_MASTER"]
     return config
@@ -146,6 +149,9 @@ defs = Definitions.merge(
             "kafka": ExampleKafkaResource(),
             "pyspark": SparkResource(spark_config=spark_config()),
         },
+        # A run's steps share its process and so one Spark session (the default executor
+        # would start a process, and a Spark driver, per step).
+        executor=in_process_executor,
     ),
     load_from_defs_folder(path_within_project=Path(__file__).parent),
 )

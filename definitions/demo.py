@@ -1,5 +1,9 @@
 """The demo behind ``make demo``: a new batch of orders in Kafka → ``channel_revenue`` via Dagster.
 
+``make demo`` runs this file as a script (``python definitions/demo.py``; ``python -m
+definitions.demo`` works too): then nothing of the example's package is imported before
+:func:`main` has started Spark in the background.
+
 Each run starts the embedded broker unless ``KAFKA_BOOTSTRAP_SERVERS`` names a cluster, produces
 the next deterministic batch of orders, materializes ``channel_revenue`` on the persistent Dagster
 instance under ``.local/dagster_home`` (so the UI shows the same history) and prints what
@@ -92,10 +96,30 @@ def _produce_batch(bootstrap: str) -> tuple[int, int]:
     return batch, BATCH_SIZE
 
 
+def _spark_config() -> dict[str, Any]:
+    """The example's Spark settings (``definitions.spark_config``, with Spark's Avro package as
+    its ``SparkResource`` adds it), computed without importing Dagster."""
+    from dagster_kafka_flinklike._spark_session import local_spark_config
+
+    config = local_spark_config("channel_revenue", short_runs=True)
+    if os.environ.get("SPARK_MASTER"):
+        config["spark.master"] = os.environ["SPARK_MASTER"]
+    return config
+
+
 def main() -> int:
     """Run the demo once; returns the process exit code."""
     project = Path(__file__).resolve().parents[1]
     os.chdir(project)
+    if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+        sys.path[0] = str(project)  # run as a script: import the example as a package below
+    started = time.monotonic()
+    # The Spark session starts first, in the background: its JVM comes up (and then its Python
+    # workers) while Dagster is imported and the broker and the orders are prepared.
+    from dagster_kafka_flinklike._spark_session import start_session_in_background, with_spark_avro
+
+    early_config = _spark_config()
+    early = start_session_in_background(with_spark_avro(early_config))
     from dagster_kafka_flinklike.local import default_home, ensure_local_kafka
 
     home = default_home().resolve() / "dagster_home"
@@ -103,7 +127,6 @@ def main() -> int:
     (home / "dagster.yaml").touch()
     os.environ["DAGSTER_HOME"] = str(home)
 
-    started = time.monotonic()
     bootstrap = ensure_local_kafka()
     embedded = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     print(f"Kafka: {bootstrap} ({'embedded broker' if embedded else 'KAFKA_BOOTSTRAP_SERVERS'})")
@@ -118,6 +141,10 @@ def main() -> int:
 
     from definitions import channel_revenue, defs
 
+    if defs.resources["pyspark"].spark_config != early_config:  # the example changed: its own
+        session = early.result()
+        if session is not None:
+            session.stop()
     with DagsterInstance.get() as instance:
         result = materialize(
             [channel_revenue], resources=defs.resources, instance=instance, raise_on_error=False

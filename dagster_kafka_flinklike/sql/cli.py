@@ -72,7 +72,7 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
 def _spark() -> Any:
     from ..spark import SparkResource, local_spark_config
 
-    return SparkResource(spark_config=local_spark_config("dkf-sql")).spark_session
+    return SparkResource(spark_config=local_spark_config("dkf-sql", short_runs=True)).spark_session
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -127,7 +127,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             instance=instance,
             resources={
                 "kafka": KafkaResource(bootstrap_servers=bootstrap),
-                "pyspark": SparkResource(spark_config=local_spark_config("dkf-sql")),
+                "pyspark": SparkResource(
+                    spark_config=local_spark_config("dkf-sql", short_runs=True)
+                ),
             },
             partition_key=args.partition,
             raise_on_error=False,

@@ -42,9 +42,11 @@ def test_workspace_loads_without_errors(tmp_path, kafka_bootstrap) -> None:
     assert "Validation successful" in out.stdout + out.stderr
 
 
-def _demo(env: dict[str, str]) -> str:
+def _demo(env: dict[str, str], *, as_script: bool = False) -> str:
+    """The demo as a module, or as ``make demo`` runs it (``python definitions/demo.py``)."""
+    command = ["definitions/demo.py"] if as_script else ["-m", "definitions.demo"]
     out = subprocess.run(
-        [sys.executable, "-m", "definitions.demo"],
+        [sys.executable, *command],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -61,7 +63,7 @@ def test_demo_processes_each_new_batch_once(tmp_path, kafka_bootstrap) -> None:
     first = _demo(env)
     assert re.search(r"orders read\s+300\b", first), first
     assert "dagster dev -w workspace.yaml" in first
-    second = _demo(env)
+    second = _demo(env, as_script=True)
     assert re.search(r"orders read\s+300\b", second), second
     assert re.search(r"produced batch (\d+)", second).group(1) != re.search(
         r"produced batch (\d+)", first

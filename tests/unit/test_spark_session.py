@@ -1,0 +1,94 @@
+"""Building the Spark session without Dagster: short-run JVM options and their class archive."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dagster_kafka_flinklike import _spark_session as session
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("DKF_CACHE_DIR", str(tmp_path))
+    session.short_run_jvm_options.cache_clear()
+    yield tmp_path
+    session.short_run_jvm_options.cache_clear()
+
+
+def _archive(cache: Path) -> Path:
+    path = session.class_archive_path()
+    assert path is not None
+    assert path.parent.parent == cache
+    return path
+
+
+def _old(path: Path) -> Path:
+    stamp = time.time() - 60
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_the_module_imports_neither_dagster_nor_pyspark() -> None:
+    # The demo starts Spark with it before Dagster is imported; Spark's workers unpickle the
+    # warm-up task from it.
+    code = (
+        "import sys, dagster_kafka_flinklike._spark_session\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'pyspark'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_local_config_adds_jvm_options_only_for_short_runs(cache: Path) -> None:
+    assert "spark.driver.extraJavaOptions" not in session.local_spark_config()
+    options = session.local_spark_config(short_runs=True)["spark.driver.extraJavaOptions"]
+    assert options.startswith(session.SHORT_RUN_JVM_OPTIONS)
+
+
+def test_without_an_archive_the_session_writes_one_of_its_own(cache: Path) -> None:
+    options = session.short_run_jvm_options()
+    path = _archive(cache)
+    assert f"-XX:ArchiveClassesAtExit={path.parent / path.stem}." in options
+    assert options.endswith("-Xlog:cds=off -Xlog:cds+dynamic=off")
+    assert session.short_run_jvm_options() == options  # the same in every call of a process
+
+
+def test_a_complete_written_archive_is_adopted_and_used(cache: Path) -> None:
+    path = _archive(cache)
+    path.parent.mkdir(parents=True)
+    written = path.parent / f"{path.stem}.1-a.part"
+    written.write_bytes(session._DYNAMIC_ARCHIVE_MAGIC + b"\0" * 64)
+    _old(written)
+    broken = path.parent / f"{path.stem}.2-b.part"
+    broken.write_bytes(b"\0" * 68)  # a JVM that died before writing the header
+    _old(broken)
+    options = session.short_run_jvm_options()
+    assert f"-XX:SharedArchiveFile={path}" in options
+    assert path.exists()
+    assert not written.exists()
+    assert not broken.exists()
+
+
+def test_an_archive_still_being_written_is_left_alone(cache: Path) -> None:
+    path = _archive(cache)
+    path.parent.mkdir(parents=True)
+    writing = path.parent / f"{path.stem}.3-c.part"
+    writing.write_bytes(session._DYNAMIC_ARCHIVE_MAGIC)
+    options = session.short_run_jvm_options()
+    assert "-XX:ArchiveClassesAtExit=" in options
+    assert writing.exists()
+    assert not path.exists()
+
+
+def test_without_java_only_the_plain_options(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    assert session.short_run_jvm_options() == session.SHORT_RUN_JVM_OPTIONS
