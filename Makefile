@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	{ $(BIN)/python -m pip install --quiet uv && \
 	  $(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'; } || \
 	  $(BIN)/python -m pip install --quiet -e '.[dev]'
+	# Bytecode once, here: with PYTHONDONTWRITEBYTECODE set (as on these machines) every fresh
+	# process (each Dagster run, the demo, dkf) would otherwise compile what it imports again.
+	-$(BIN)/python -m compileall -q -j0 $(VENV)/lib dagster_kafka_flinklike definitions >/dev/null
 	touch $(STAMP)
 
 env: $(STAMP)

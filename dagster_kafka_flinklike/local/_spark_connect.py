@@ -17,6 +17,7 @@ import logging
 import os
 import site
 import sys
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,8 @@ class EmbeddedSparkConnect(JvmService):
 
     @property
     def url(self) -> str:
-        """``"sc://127.0.0.1:<port>"`` of the running server.
+        """``"sc://127.0.0.1:<port>/;session_id=<uuid>"`` of the running server: one session
+        that every client of the server shares.
 
         Raises:
             EmbeddedSparkConnectError: the server is not running.
@@ -251,7 +253,11 @@ class EmbeddedSparkConnect(JvmService):
         return (jar,) if jar else ()
 
     def _address(self, ports: Mapping[str, int]) -> str:
-        return f"sc://{HOST}:{ports['port']}"
+        # One named session for every client of this server: a run's fresh process then finds
+        # the session's Python workers started (a new session would start its own, seconds of
+        # each run), and the resource leaves the session up at the end of its run.
+        session = uuid.uuid5(uuid.NAMESPACE_URL, f"dkf-local-spark:{self.data_dir}:{ports['port']}")
+        return f"sc://{HOST}:{ports['port']}/;session_id={session}"
 
     def _state_extra(self) -> dict[str, Any]:
         return {"spark_version": _spark_version(), "python": self.python}

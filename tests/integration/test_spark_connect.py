@@ -75,6 +75,8 @@ def test_the_cli_reports_the_running_server(spark_connect_home, spark_connect_ur
         pytest.skip("SPARK_REMOTE names the session's server; no local one was started")
     status = run_dkf(spark_connect_home, "local-spark", "status")
     assert (status.returncode, status.stdout.strip()) == (0, spark_connect_url)
+    # One named session that every client shares (its Python workers stay started).
+    assert ";session_id=" in spark_connect_url
     again = run_dkf(spark_connect_home, "local-spark", "start")  # idempotent: nothing started
     assert (again.returncode, again.stdout.strip()) == (0, spark_connect_url)
     assert "already running" in again.stderr
