@@ -44,7 +44,7 @@ from dagster_kafka_flinklike import (
     build_kafka_source_assets,
     kafka_streaming_asset,
 )
-from dagster_kafka_flinklike.local import resolve_bootstrap_servers
+from dagster_kafka_flinklike.local import resolve_bootstrap_servers, resolve_spark_remote
 from dagster_kafka_flinklike.spark import local_spark_config
 
 from .tables import (
@@ -147,7 +147,8 @@ defs = Definitions.merge(
         ],
         resources={
             "kafka": ExampleKafkaResource(),
-            "pyspark": SparkResource(spark_config=spark_config()),
+            # A running `dkf local-spark` server (or $SPARK_REMOTE): runs are its clients.
+            "pyspark": SparkResource(spark_config=spark_config(), remote=resolve_spark_remote()),
         },
         # A run's steps share its process and so one Spark session (the default executor
         # would start a process, and a Spark driver, per step).

@@ -116,10 +116,14 @@ def main() -> int:
     started = time.monotonic()
     # The Spark session starts first, in the background: its JVM comes up (and then its Python
     # workers) while Dagster is imported and the broker and the orders are prepared.
+    # With a Spark Connect server running (`dkf local-spark start`, or $SPARK_REMOTE) the run is
+    # its client instead, and no JVM starts here.
     from dagster_kafka_flinklike._spark_session import start_session_in_background, with_spark_avro
+    from dagster_kafka_flinklike.local import resolve_spark_remote
 
     early_config = _spark_config()
-    early = start_session_in_background(with_spark_avro(early_config))
+    remote = resolve_spark_remote()
+    early = None if remote else start_session_in_background(with_spark_avro(early_config))
     from dagster_kafka_flinklike.local import default_home, ensure_local_kafka
 
     home = default_home().resolve() / "dagster_home"
@@ -130,6 +134,8 @@ def main() -> int:
     bootstrap = ensure_local_kafka()
     embedded = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     print(f"Kafka: {bootstrap} ({'embedded broker' if embedded else 'KAFKA_BOOTSTRAP_SERVERS'})")
+    if remote:
+        print(f"Spark: the Spark Connect server at {remote}")
     _ensure_topics(bootstrap)
     batch, produced = _produce_batch(bootstrap)
     print(
@@ -141,8 +147,8 @@ def main() -> int:
 
     from definitions import channel_revenue, defs
 
-    if defs.resources["pyspark"].spark_config != early_config:  # the example changed: its own
-        session = early.result()
+    if early is not None and defs.resources["pyspark"].spark_config != early_config:
+        session = early.result()  # the example changed its settings: it starts its own
         if session is not None:
             session.stop()
     with DagsterInstance.get() as instance:
