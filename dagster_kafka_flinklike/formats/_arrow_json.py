@@ -79,6 +79,7 @@ class NativeJson:
     needs the per-record decoding (picklable: built on the driver, run in the tasks)."""
 
     def __init__(self, columns: Sequence[Column], standard: str) -> None:
+        import pyarrow as pa
         from pyspark.sql import types as T
         from pyspark.sql.pandas.types import to_arrow_type
 
@@ -92,6 +93,9 @@ class NativeJson:
         )
         #: The Arrow type of the decoded struct (Spark's mapping of :attr:`spark_type`).
         self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
+        #: What Arrow's parser reads each column as (temporal types as text), built once here
+        #: instead of per batch.
+        self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
         timestamp = _TIMESTAMP[standard]
         self.patterns = {
             "DATE": _DATE,
@@ -122,16 +126,13 @@ class NativeJson:
         data = np.frombuffer(buffer, dtype=np.uint8)
         if any(_contains(data, token) for token in _NON_NUMBERS):
             return None
-        schema = pa.schema(
-            [(n, _parse_type(t)) for n, t in zip(self.names, self.types, strict=True)]
-        )
         table = pj.read_json(
             pa.BufferReader(buffer),
             read_options=pj.ReadOptions(
                 use_threads=False, block_size=max(1 << 20, buffer.size + 1)
             ),
             parse_options=pj.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="ignore"
+                explicit_schema=self.parse_schema, unexpected_field_behavior="ignore"
             ),
         )
         return table if table.num_rows == len(values) else None
