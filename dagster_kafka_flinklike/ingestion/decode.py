@@ -26,7 +26,14 @@ from ..run.schema import InferredSchema, flattened, sample_ranges, with_schema
 from ..run.tables import ResolvedTable
 from ..sink.serializer import SEQUENCE
 from ..source.probe import sample_values
-from ..source.records import ERROR, PROVENANCE, TOLERATED, decode_records
+from ..source.records import (
+    ERROR,
+    PROVENANCE,
+    RECORD_START,
+    TOLERATED,
+    VALUE_BYTES,
+    decode_records,
+)
 from .observe import (
     TABLE_ID,
     TableObservation,
@@ -152,7 +159,8 @@ def _unnamed(source: IngestionSource, raw: DataFrame) -> DataFrame:
         error.alias(ERROR),
         tolerated.alias(TOLERATED),
         *provenance,
-        F.lit(True).alias(PROVENANCE[-1]),
+        F.coalesce(F.length("value"), F.lit(0)).alias(VALUE_BYTES),
+        F.lit(True).alias(RECORD_START),
     )
 
 

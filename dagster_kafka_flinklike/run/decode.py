@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, decode_records
+from ..source.records import (
+    ERROR,
+    PROVENANCE,
+    RECORD_START,
+    TOLERATED,
+    VALUE_BYTES,
+    decode_records,
+)
 from .tables import ResolvedTable
 from .windows import TimeWindow
 
@@ -160,13 +167,12 @@ def _stat_columns(kept: Any = None, late: Any = None) -> list[Any]:
     from pyspark.sql import functions as F
 
     keep = F.col(RECORD_START) & (F.lit(True) if kept is None else kept)
-    value_bytes = F.coalesce(F.length("__dkf_value"), F.lit(0))
     late_records = F.col(RECORD_START) & (F.lit(False) if late is None else late)
     return [
         F.count(F.when(keep, 1)).alias("records"),
         F.count(F.when(keep & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
         F.count(F.when(keep & F.col(ERROR).isNotNull() & ~F.col(TOLERATED), 1)).alias("strict"),
-        F.coalesce(F.sum(F.when(keep, value_bytes)), F.lit(0)).alias("bytes"),
+        F.coalesce(F.sum(F.when(keep, F.col(VALUE_BYTES))), F.lit(0)).alias("bytes"),
         F.max(F.when(keep, F.unix_millis(F.col("__dkf_timestamp")))).alias("newest"),
         F.count(F.when(late_records, 1)).alias("late"),
     ]

@@ -16,6 +16,8 @@ format's record becomes 0..n rows (an update: ``-U`` then ``+U``); a dirty recor
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from ..formats import format_module, is_changelog, native_decoder, needs_headers
@@ -42,12 +44,20 @@ PROVENANCE = (
     "__dkf_key",
     "__dkf_value",
     "__dkf_timestamp",
+    "__dkf_value_bytes",
     "__dkf_record_start",
 )
+#: Provenance column: the size of the record's value in bytes (0 without a value). The raw
+#: value itself (``__dkf_value``) is kept for the records that did not decode natively only.
+VALUE_BYTES = PROVENANCE[-2]
 #: Provenance column: true on the first row a record yields (a changelog record may yield
 #: several), so counts of records and bytes count each record once.
 RECORD_START = PROVENANCE[-1]
-_PROVENANCE_FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp", RECORD_START)
+_PROVENANCE_FIELDS = (
+    "topic", "partition", "offset", "key", "value", "timestamp", VALUE_BYTES, RECORD_START
+)  # fmt: skip
+#: Whether the record has a value (computed before natively decoded values are shed).
+_HAS_VALUE = "__dkf_has_value"
 _VALUE_ROW = "__dkf_value_row"
 _VALUE_META = "__dkf_value_meta"
 
@@ -184,8 +194,12 @@ def _decode(
     from pyspark.sql import functions as F
 
     raw = F.col(side)
+    skipped = format_module(fmt.name).skipped(raw, fmt)
     if native:
         raw = F.when(F.col(_native(side)).isNull(), raw)
+        # The value of a natively decoded record may be shed (see _shed_native_values): such a
+        # record is an object, never one that yields no row.
+        skipped = F.col(_native(side)).isNull() & skipped
     module = format_module(fmt.name)
     columns_in_format = _unprefixed(columns, prefix)
     parts: dict[str, SparkColumn]
@@ -205,11 +219,7 @@ def _decode(
         )
         parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
-    return (
-        stages,
-        {**parts, "error": error, "tolerated": tolerated},
-        module.skipped(F.col(side), fmt),
-    )
+    return stages, {**parts, "error": error, "tolerated": tolerated}, skipped
 
 
 def _merged(
@@ -238,6 +248,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         raw = raw.filter(parse_header_filter(spec.header_filter).to_column(F.col("headers")))
     meta = format_metadata_keys(spec)
     natives = set(raw.columns) & {_native("key"), _native("value")}
+    raw = _shed_native_values(spec, raw, natives)
     stages: list[dict[str, SparkColumn]] = []
     sides: dict[str, dict[str, SparkColumn]] = {}
     for side, fmt, columns, prefix in _sides(spec):
@@ -248,7 +259,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         if side == "value":
             no_row = side_no_row
     if spec.is_upsert:  # a null value is a deletion of its key: kept
-        no_row = no_row & F.col("value").isNotNull()
+        no_row = no_row & F.col(_HAS_VALUE)
     raw = raw.filter(~no_row)
     for stage in stages:
         if stage:
@@ -274,8 +285,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         decoded, value_struct, kind, start = _changelog_rows(decoded)
     else:
         value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
-        no_value = F.col("value").isNull()
-        kind = F.when(F.col(ERROR).isNull(), F.when(no_value, "-D").otherwise("+I"))
+        kind = F.when(F.col(ERROR).isNull(), F.when(F.col(_HAS_VALUE), "+I").otherwise("-D"))
     decoded = decoded.withColumn(RECORD_START, start)
 
     in_value = {c.name for c in spec.value_columns}
@@ -306,6 +316,34 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         keep = (ROW_KIND,) if spec.is_changelog else ()
         table = with_computed_columns(spec, table, *keep, ERROR, TOLERATED, *PROVENANCE)
     return table
+
+
+def _shed_native_values(spec: KafkaTableSpec, raw: DataFrame, natives: set[str]) -> DataFrame:
+    """``raw`` with :data:`_HAS_VALUE` and :data:`VALUE_BYTES`, and without the value bytes of
+    the records every decoded side of which the reader decoded natively.
+
+    Those records are clean, so nothing reads their raw value again (the dirty records' samples
+    and dead letters keep theirs). Carrying ~200 bytes per record through every projection of
+    the decoding costs more than the decoding itself. A table that shows the raw value
+    (``__raw_value__``) keeps it.
+    """
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    sides = [side for side, *_ in _sides(spec)]
+    shown = any(
+        METADATA_FIELDS.get(c.metadata_key or c.name) == "value" for c in spec.metadata_columns
+    )
+    if not shown and sides and all(_native(side) in natives for side in sides):
+        decoded = [F.col(_native(side)).isNotNull() for side in sides]
+        value = F.when(~reduce(operator.and_, decoded), value)
+    others = [_quoted(c) for c in raw.columns if c != "value"]
+    return raw.select(
+        *others,
+        value.alias("value"),
+        F.col("value").isNotNull().alias(_HAS_VALUE),
+        F.coalesce(F.length("value"), F.lit(0)).alias(VALUE_BYTES),
+    )
 
 
 def _changelog_rows(decoded: DataFrame) -> tuple[DataFrame, SparkColumn, SparkColumn, SparkColumn]:
@@ -339,6 +377,7 @@ __all__ = [
     "PROVENANCE",
     "RECORD_START",
     "TOLERATED",
+    "VALUE_BYTES",
     "decode_records",
     "format_metadata_keys",
     "headers_map",

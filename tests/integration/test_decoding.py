@@ -322,6 +322,11 @@ def test_json_key_and_value_with_all_fields_in_value(kafka_bootstrap, new_topic,
     assert [physical(r, names) for r in got[:2]] == [(1, 2, "buy"), (3, 4, "cart")]
     assert got[2][ERROR] == "key (json): malformed JSON: {oops"
     assert got[2][TOLERATED] is True  # tolerated by 'key.json.ignore-parse-errors'
+    # Both sides of the clean records decoded natively: their raw value is not carried on,
+    # only its size. The dirty record (its key) keeps its value for samples and dead letters.
+    assert [r["__dkf_value"] for r in got[:2]] == [None, None]
+    assert got[2]["__dkf_value"] == b'{"user_id": 5, "item_id": 6, "behavior": "pv"}'
+    assert [r["__dkf_value_bytes"] for r in got] == [47, 48, 46]
     strict = {**options, "key.json.ignore-parse-errors": "false"}
     assert rows(spark, table(topic, kafka_bootstrap, strict, USER_COLUMNS))[2][TOLERATED] is False
 
@@ -438,3 +443,5 @@ def test_null_values_yield_no_row_except_in_upsert_tables(kafka_bootstrap, new_t
     # A JSON 'null' value yields no row, as in Flink.
     assert [(r["__dkf_offset"], r["id"], r["name"]) for r in got] == [(0, 1, "a"), (1, 1, None)]
     assert got[1][ERROR] is None
+    assert [r["_rowkind"] for r in got] == ["+I", "-D"]
+    assert [r["__dkf_value_bytes"] for r in got] == [22, 0]
