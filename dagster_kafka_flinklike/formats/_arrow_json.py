@@ -1,22 +1,26 @@
-"""The ``json`` format's native decoding: a batch of values parsed by Arrow's C++ JSON reader.
+"""The ``json`` format's native decoding: a batch of values decoded where the bytes are.
 
-The reader's tasks run this where the bytes already are (the Arrow batch a task builds), so a
-clean record never goes through Spark's per-record JSON parsing. It gives a value only where the
-result is certainly what Flink's JSON format gives (see :mod:`.json`); every other record is left
-null, and :func:`.json.decode_stages` decodes it with the full semantics: errors, numbers written
-as strings, missing fields, duplicate keys, ``NaN`` and the rest.
+The reader's tasks run this on the Arrow batch a task builds, so a clean record never goes
+through Spark's per-record JSON parsing. It gives a value only where the result is certainly what
+Flink's JSON format gives (see :mod:`.json`); every other record is left null, and
+:func:`.json.decode_stages` decodes it with the full semantics: errors, numbers written as
+strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the faster first:
 
-- A value is a candidate when it starts with ``{`` and ends with ``}``; the candidates of a batch
-  are joined into one newline-delimited buffer and parsed at once into the declared types. A
-  value holding a second document, or a newline that breaks it, changes the row count or fails
-  the parse, and then the whole batch goes the per-record way; so do invalid UTF-8, ``NaN`` or
-  ``Infinity`` anywhere in the batch (Arrow accepts them, Flink does not), and any conversion
-  Arrow refuses (a string in a numeric column, a fractional number in an integer one, a DECIMAL
-  that needs rounding).
-- DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are read as text and checked against
+- The record scanner (``_json_scan``, C, built with the package where a compiler is) decodes the
+  records of a flat table one by one into Arrow buffers: JSON strings into text columns, ``true``
+  and ``false``, integers in range, numbers into DOUBLE and FLOAT, exact decimals. A record with
+  anything else (see its source) is left to the next decoder, alone.
+- Arrow's C++ JSON reader takes the records the scanner left (or, for a table with nested
+  columns, all of them). A value is a candidate when it starts with ``{`` and ends with ``}``;
+  the candidates are joined into one newline-delimited buffer and parsed at once into the
+  declared types. A value holding a second document, or a newline that breaks it, changes the
+  row count or fails the parse, and then all of them go the per-record way; so do invalid UTF-8,
+  ``NaN`` or ``Infinity`` anywhere (Arrow accepts them, Flink does not), and any conversion Arrow
+  refuses (a fractional number in an integer column, a DECIMAL that needs rounding).
+- DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are read as text by both and checked against
   ``timestamp-format.standard``'s shape per record; a record whose text does not match goes the
   per-record way alone.
-- Tables it does not cover decode per record only: ``fail-on-missing-field`` (Arrow cannot tell a
+- Tables neither covers decode per record only: ``fail-on-missing-field`` (neither can tell a
   missing field from a null one), MAP, BYTES, and temporal types inside ROW or ARRAY.
 """
 
@@ -35,6 +39,46 @@ _PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "
 _TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 #: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
 _NON_NUMBERS = (b"NaN", b"Infinity")
+#: The record scanner's column kinds (see ``_json_scan.c``): temporal types are read as text.
+_SCAN_KINDS = {
+    **dict.fromkeys(_TEXT | _TEMPORAL, "s"),
+    "BOOLEAN": "b",
+    "TINYINT": "B",
+    "SMALLINT": "H",
+    "INT": "I",
+    "BIGINT": "L",
+    "FLOAT": "f",
+    "DOUBLE": "d",
+    "DECIMAL": "m",
+}
+_SCAN_MAX_COLUMNS = 64
+
+
+def _scanner() -> Any:
+    """The compiled record scanner, or None where the package was installed without it."""
+    try:
+        from . import _json_scan
+    except ImportError:
+        return None
+    return _json_scan
+
+
+def _scan_columns(columns: Sequence[Column]) -> tuple[tuple[bytes, str, int, int], ...] | None:
+    """The scanner's description of a flat table's columns, or None when it cannot scan them."""
+    if len(columns) > _SCAN_MAX_COLUMNS:
+        return None
+    described = []
+    for c in columns:
+        kind = _SCAN_KINDS.get(c.flink_type.name)
+        if kind is None:
+            return None
+        precision, scale = 0, 0
+        if kind == "m":
+            params = c.flink_type.params
+            precision = params[0] if params else 10
+            scale = params[1] if len(params) > 1 else 0
+        described.append((c.name.encode(), kind, precision, scale))
+    return tuple(described)
 
 
 def _covered(t: FlinkType, top: bool) -> bool:
@@ -96,6 +140,8 @@ class NativeJson:
         #: What Arrow's parser reads each column as (temporal types as text), built once here
         #: instead of per batch.
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
+        #: The record scanner's columns, when it is built and the table is flat.
+        self.scan_columns = _scan_columns(columns) if _scanner() is not None else None
         timestamp = _TIMESTAMP[standard]
         self.patterns = {
             "DATE": _DATE,
@@ -105,12 +151,44 @@ class NativeJson:
         }
 
     def __call__(self, values: pa.Array) -> pa.Array:
+        if self.scan_columns is not None:
+            return self._scan(values)
+        return self._arrow(values)
+
+    def _arrow(self, values: pa.Array) -> pa.Array:
+        """Arrow's parser over the whole batch (see the module's docstring)."""
         import pyarrow as pa
 
         try:
             return self._decode(values)
         except pa.ArrowException:
             return pa.nulls(len(values), self.arrow_type)
+
+    def _scan(self, values: pa.Array) -> pa.Array:
+        """The record scanner, then Arrow's parser for the records it left."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(values)
+        validity, offsets, data = values.buffers()
+        assert self.scan_columns is not None and offsets is not None and data is not None
+        scanned, buffers = _scanner().scan(
+            validity, offsets, data, values.offset, n, self.scan_columns
+        )
+        decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(scanned)])
+        arrays = [
+            pa.Array.from_buffers(field.type, n, [pa.py_buffer(b) for b in parts])
+            for field, parts in zip(self.parse_schema, buffers, strict=True)
+        ]
+        struct = self._struct(arrays, decoded)
+        if decoded.true_count == n:
+            return struct
+        undecoded = pc.invert(decoded)
+        rest = self._arrow(values.filter(undecoded))
+        # Row i of the result: the scanner's where it decoded, else the next of the rest.
+        position = pc.add(pc.subtract(pc.cumulative_sum(undecoded.cast(pa.int64())), 1), n)
+        indices = pc.if_else(decoded, pa.array(range(n), pa.int64()), position)
+        return pa.concat_arrays([struct, rest]).take(indices)
 
     def _parse(self, values: pa.Array) -> pa.Table | None:
         """The candidates parsed, one row each; None when the batch needs the per-record way."""
@@ -153,22 +231,21 @@ class NativeJson:
         table = self._parse(candidates)
         if table is None:
             return pa.nulls(n, self.arrow_type)
-        decoded = self._struct(table)
+        decoded = self._struct([table.column(name).combine_chunks() for name in self.names])
         if count == n:
             return decoded
         position = pc.subtract(pc.cumulative_sum(objects.cast(pa.int64())), 1)
         return decoded.take(pc.if_else(objects, position, None))
 
-    def _struct(self, table: pa.Table) -> pa.StructArray:
-        """The parsed columns as the struct, temporal text converted; a record whose text does
-        not have its type's shape is null (decoded per record)."""
+    def _struct(self, parsed: list[pa.Array], decoded: pa.Array | None = None) -> pa.StructArray:
+        """The parsed columns as the struct, temporal text converted; a record not ``decoded``
+        (when given) or whose text does not have its type's shape is null."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        clean: pa.Array | None = None
+        clean: pa.Array | None = decoded
         arrays = []
-        for name, t, field in zip(self.names, self.types, self.arrow_type, strict=True):
-            column = table.column(name).combine_chunks()
+        for column, t, field in zip(parsed, self.types, self.arrow_type, strict=True):
             if t.name in _TEMPORAL:
                 shaped = pc.match_substring_regex(column, self.patterns[t.name]).fill_null(True)
                 clean = shaped if clean is None else pc.and_(clean, shaped)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..source.enumerator import SourcePlan
 from ..source.reader import read_splits
-from ..source.records import native_columns, record_fields
+from ..source.records import native_reading, record_fields
 from .tables import ResolvedTable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,12 +15,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def read_table(spark: SparkSession, table: ResolvedTable, plan: SourcePlan) -> DataFrame:
     """The raw records of ``plan``'s splits: the record fields decoding ``table`` needs, and the
-    columns its formats decode natively in the reading tasks (:func:`native_columns`).
+    columns its formats decode natively in the reading tasks (:func:`native_reading`: the raw
+    fields that only the records decoded per record need are left out of the others).
 
     Example:
         >>> raw = read_table(spark, table, plan)  # doctest: +SKIP
     """
     spec = table.spec
-    return read_splits(
-        spark, plan.splits, table.consumer, record_fields(spec), derived=native_columns(spec)
-    )
+    derived, shedding = native_reading(spec)
+    fields = record_fields(spec)
+    consumer = table.consumer
+    return read_splits(spark, plan.splits, consumer, fields, derived=derived, shedding=shedding)

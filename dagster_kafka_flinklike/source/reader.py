@@ -157,12 +157,19 @@ class DerivedColumn:
     compute: Callable[[pa.Array], pa.Array]
 
 
-def _with_derived(batch: pa.RecordBatch, derived: Sequence[DerivedColumn]) -> pa.RecordBatch:
-    import pyarrow as pa
+@dataclass(frozen=True)
+class Shedding:
+    """Raw fields a batch carries only for the records that one of the ``decoded_by`` derived
+    columns left null: the other records were decoded where they were read, and nothing reads
+    these fields of theirs again (their bytes matter to records decoded or reported later).
+    Not building and shipping them is most of what a natively decoded batch saves.
 
-    arrays = [*batch.columns, *(d.compute(batch.column(column_name(d.source))) for d in derived)]
-    names = [*batch.schema.names, *(d.name for d in derived)]
-    return pa.RecordBatch.from_arrays(arrays, names=names)
+    Example:
+        >>> Shedding(("key", "value"), ("__dkf_value_native",))  # doctest: +SKIP
+    """
+
+    fields: tuple[str, ...]
+    decoded_by: tuple[str, ...]
 
 
 def consumer_settings(consumer_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -187,14 +194,31 @@ def consumer_settings(consumer_config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _BatchBuilder:
-    """Turns a list of consumed records of one split into an Arrow record batch."""
+    """Turns a list of consumed records of one split into an Arrow record batch: the wanted
+    fields, then the ``derived`` columns; the ``shedding`` fields only where needed."""
 
-    def __init__(self, split: KafkaSplit, fields: Sequence[str]) -> None:
+    def __init__(
+        self,
+        split: KafkaSplit,
+        fields: Sequence[str],
+        derived: Sequence[DerivedColumn] = (),
+        shedding: Shedding | None = None,
+    ) -> None:
         import pyarrow as pa
         from confluent_kafka import Message
 
         self.fields = tuple(fields)
         self.schema = arrow_schema(self.fields)
+        self.derived = tuple(derived)
+        self.names = [*self.schema.names, *(d.name for d in self.derived)]
+        self.shed = tuple(shedding.fields) if shedding is not None else ()
+        self.decoded_by = [
+            i for i, d in enumerate(self.derived) if shedding and d.name in shedding.decoded_by
+        ]
+        #: Fields built for every record first: those not shed, and the derived columns' sources.
+        self._first = [
+            f for f in self.fields if f not in self.shed or any(d.source == f for d in derived)
+        ]
         self._topic = pa.scalar(split.topic, pa.string())
         self._partition = pa.scalar(split.partition, pa.int32())
         self._headers_type = arrow_schema(("headers",)).field(0).type
@@ -237,39 +261,70 @@ class _BatchBuilder:
             )
         return headers
 
+    def _field(self, field: str, records: list[Any], stamps: list[Any]) -> pa.Array:
+        """One field of every record (``stamps``: the records' timestamps, filled on first use)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        message = self._message
+        if field == "value":
+            return pa.array(list(map(message.value, records)), pa.binary())
+        if field == "key":
+            return pa.array(list(map(message.key, records)), pa.binary())
+        if field == "offset":
+            return self._offsets(records)
+        if field == "topic":
+            return pa.repeat(self._topic, len(records))
+        if field == "partition":
+            return pa.repeat(self._partition, len(records))
+        if field in ("timestamp", "timestamp-type"):
+            if not stamps:
+                stamps.extend(map(message.timestamp, records))
+            if field == "timestamp":
+                return self._timestamps(stamps)
+            kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
+            return pc.take(self._type_names, kinds)
+        if field == "headers":
+            return self._headers(records)
+        return pa.array(list(map(message.leader_epoch, records)), pa.int32())  # leader-epoch
+
     def build(self, records: list[Any]) -> pa.RecordBatch:
-        """The wanted fields of ``records`` (all from this split, in offset order)."""
+        """The wanted fields of ``records`` (all from this split, in offset order), then the
+        derived columns; the shed fields are null where the decoding columns all decoded."""
+        import pyarrow as pa
+
+        stamps: list[Any] = []
+        built = {f: self._field(f, records, stamps) for f in self._first}
+        derived = [d.compute(built[d.source]) for d in self.derived]
+        if self.shed:
+            self._shed(built, derived, records, stamps)
+        arrays = [*(built[f] for f in self.fields), *derived]
+        return pa.RecordBatch.from_arrays(arrays, names=self.names)
+
+    def _shed(
+        self, built: dict[str, pa.Array], derived: list[pa.Array], records: list[Any], stamps: list
+    ) -> None:
+        """Fill in the shed fields: null where every decoding column decoded the record."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         n = len(records)
-        message = self._message
-        stamps: list[tuple[int, int]] | None = None
-        arrays: list[pa.Array] = []
-        for field in self.fields:
-            if field == "value":
-                arrays.append(pa.array(list(map(message.value, records)), pa.binary()))
-            elif field == "key":
-                arrays.append(pa.array(list(map(message.key, records)), pa.binary()))
-            elif field == "offset":
-                arrays.append(self._offsets(records))
-            elif field == "topic":
-                arrays.append(pa.repeat(self._topic, n))
-            elif field == "partition":
-                arrays.append(pa.repeat(self._partition, n))
-            elif field in ("timestamp", "timestamp-type"):
-                if stamps is None:
-                    stamps = list(map(message.timestamp, records))
-                if field == "timestamp":
-                    arrays.append(self._timestamps(stamps))
-                else:
-                    kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
-                    arrays.append(pc.take(self._type_names, kinds))
-            elif field == "headers":
-                arrays.append(self._headers(records))
-            else:  # leader-epoch
-                arrays.append(pa.array(list(map(message.leader_epoch, records)), pa.int32()))
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        decoded: pa.Array | None = None
+        for i in self.decoded_by:
+            valid = derived[i].is_valid()
+            decoded = valid if decoded is None else pc.and_(decoded, valid)
+        count = n if decoded is None else decoded.true_count
+        for field in self.shed:
+            kind = self.schema.field(column_name(field)).type
+            if count == n:
+                built[field] = pa.nulls(n, kind)
+                continue
+            array = built.get(field)
+            if array is None:
+                array = self._field(field, records, stamps)
+            if count:
+                array = pc.if_else(decoded, pa.scalar(None, kind), array)
+            built[field] = array
 
 
 def _next_count(records: list[Any], batch_size: int, max_batch_bytes: int) -> int:
@@ -316,6 +371,8 @@ class _SplitReader:
         max_batch_bytes: int,
         idle_timeout_s: float,
         keep_consumer: bool,
+        derived: Sequence[DerivedColumn] = (),
+        shedding: Shedding | None = None,
     ) -> None:
         from confluent_kafka import Consumer, Message, TopicPartition
 
@@ -323,7 +380,7 @@ class _SplitReader:
         self.batch_size = batch_size
         self.max_batch_bytes = max_batch_bytes
         self.idle_timeout_s = idle_timeout_s
-        self.builder = _BatchBuilder(split, fields)
+        self.builder = _BatchBuilder(split, fields, derived, shedding)
         self._error_of = Message.error
         self._offset_of = cast("Callable[[Any], int]", Message.offset)
         self.settings = consumer_settings(consumer_config)
@@ -395,6 +452,8 @@ def read_split(
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     keep_consumer: bool = False,
+    derived: Sequence[DerivedColumn] = (),
+    shedding: Shedding | None = None,
 ) -> Generator[pa.RecordBatch, None, None]:
     """Read exactly the offsets ``[split.start, split.stop)`` as Arrow batches of raw fields.
 
@@ -414,6 +473,8 @@ def read_split(
         max_batch_bytes: target bytes per batch.
         keep_consumer: reuse this process's idle consumer with the same settings, and keep
             this one for the next split.
+        derived: columns computed from each batch, after the fields.
+        shedding: fields left null where the derived columns it names all decoded a record.
 
     Raises:
         OffsetsError: consuming failed (for example the range was deleted by retention after
@@ -429,7 +490,15 @@ def read_split(
     if split.stop <= split.start:
         return
     reader = _SplitReader(
-        split, consumer_config, fields, batch_size, max_batch_bytes, idle_timeout_s, keep_consumer
+        split,
+        consumer_config,
+        fields,
+        batch_size,
+        max_batch_bytes,
+        idle_timeout_s,
+        keep_consumer,
+        derived,
+        shedding,
     )
     completed = False
     try:
@@ -507,11 +576,13 @@ def read_splits(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     derived: Sequence[DerivedColumn] = (),
+    shedding: Shedding | None = None,
 ) -> DataFrame:
     """A DataFrame of the raw records of ``splits``: one Spark task per split.
 
     Columns are the record ``fields`` (``timestamp-type`` becomes ``timestamp_type``), then the
-    ``derived`` columns, computed batch by batch in the reading task. The Spark
+    ``derived`` columns, computed batch by batch in the reading task; with ``shedding``, its
+    fields are null for the records its decoding columns all decoded. The Spark
     Python workers keep each finished split's consumer for their next split with the same
     settings (closed after :data:`IDLE_CONSUMER_TIMEOUT_S` unused).
 
@@ -523,6 +594,13 @@ def read_splits(
     missing = [d.source for d in derived if d.source not in fields]
     if missing:
         raise KafkaConnectorError(f"Derived columns read field(s) {missing} that are not read.")
+    if shedding is not None:
+        unknown = set(shedding.decoded_by) - {d.name for d in derived}
+        if unknown or not set(shedding.fields) <= set(fields):
+            raise KafkaConnectorError(
+                f"Shedding names columns that are not read: {sorted(unknown)}, "
+                f"{sorted(set(shedding.fields) - set(fields))}."
+            )
     schema = spark_schema(fields, derived)
     split_list = list(splits)
     config = dict(consumer_config)
@@ -533,10 +611,15 @@ def read_splits(
         settle_worker_heap()
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                for records in read_split(
-                    split_list[index], config, fields, batch_size=batch_size, keep_consumer=True
-                ):
-                    yield _with_derived(records, derived) if derived else records
+                yield from read_split(
+                    split_list[index],
+                    config,
+                    fields,
+                    batch_size=batch_size,
+                    keep_consumer=True,
+                    derived=derived,
+                    shedding=shedding,
+                )
 
     n = len(split_list)
     return spark.range(0, n, 1, n).mapInArrow(read_partition, schema)

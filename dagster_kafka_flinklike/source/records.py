@@ -29,9 +29,10 @@ from ..options import (
     parse_header_filter,
     spark_type,
 )
-from .reader import DerivedColumn, column_name
+from .reader import DerivedColumn, Shedding, column_name
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame
 
@@ -113,6 +114,41 @@ def native_columns(spec: KafkaTableSpec) -> tuple[DerivedColumn, ...]:
         if decoder is not None:
             derived.append(DerivedColumn(_native(side), side, decoder.spark_type, decoder))
     return tuple(derived)
+
+
+#: Raw fields that matter only to records decoded per record (their bytes, their provenance):
+#: a reader that decoded every side of a record natively leaves them null.
+_PER_RECORD_FIELDS = ("key", "value", "topic")
+
+
+def native_reading(spec: KafkaTableSpec) -> tuple[tuple[DerivedColumn, ...], Shedding | None]:
+    """What the reader's tasks compute for ``spec`` besides the raw fields: the natively decoded
+    sides (:func:`native_columns`) and, when every decoded side has one, the value's size
+    (:data:`VALUE_BYTES`) and the :class:`Shedding` of the raw fields that then only the records
+    decoded per record need (key, value, topic; those the table shows as metadata stay).
+
+    Example:
+        >>> derived, shedding = native_reading(orders)  # doctest: +SKIP
+        >>> raw = read_splits(spark, splits, config, record_fields(orders), derived=derived,
+        ...                   shedding=shedding)  # doctest: +SKIP
+    """
+    from pyspark.sql import types as T
+
+    derived = native_columns(spec)
+    sides = {_native(side) for side, *_ in _sides(spec)}
+    if not derived or {d.name for d in derived} != sides:
+        return derived, None
+    shown = {METADATA_FIELDS.get(c.metadata_key or c.name) for c in spec.metadata_columns}
+    shed = tuple(f for f in _PER_RECORD_FIELDS if f not in shown)
+    size = DerivedColumn(VALUE_BYTES, "value", T.IntegerType(), _value_bytes)
+    return (*derived, size), Shedding(shed, tuple(d.name for d in derived))
+
+
+def _value_bytes(values: pa.Array) -> pa.Array:
+    """Each value's size in bytes, 0 without a value (as :data:`VALUE_BYTES` counts it)."""
+    import pyarrow.compute as pc
+
+    return pc.binary_length(values).fill_null(0)
 
 
 def _native(side: str) -> str:
@@ -325,11 +361,18 @@ def _shed_native_values(spec: KafkaTableSpec, raw: DataFrame, natives: set[str])
     Those records are clean, so nothing reads their raw value again (the dirty records' samples
     and dead letters keep theirs). Carrying ~200 bytes per record through every projection of
     the decoding costs more than the decoding itself. A table that shows the raw value
-    (``__raw_value__``) keeps it.
+    (``__raw_value__``) keeps it. A reader that shed the value itself (:func:`native_reading`)
+    has counted its size already.
     """
     from pyspark.sql import functions as F
 
     value = F.col("value")
+    has_value = value.isNotNull()
+    if _native("value") in natives:  # a natively decoded record has a value, shed or not
+        has_value = has_value | F.col(_native("value")).isNotNull()
+    size = F.col(VALUE_BYTES)
+    if VALUE_BYTES not in raw.columns:
+        size = F.coalesce(F.length("value"), F.lit(0))
     sides = [side for side, *_ in _sides(spec)]
     shown = any(
         METADATA_FIELDS.get(c.metadata_key or c.name) == "value" for c in spec.metadata_columns
@@ -337,12 +380,9 @@ def _shed_native_values(spec: KafkaTableSpec, raw: DataFrame, natives: set[str])
     if not shown and sides and all(_native(side) in natives for side in sides):
         decoded = [F.col(_native(side)).isNotNull() for side in sides]
         value = F.when(~reduce(operator.and_, decoded), value)
-    others = [_quoted(c) for c in raw.columns if c != "value"]
+    others = [_quoted(c) for c in raw.columns if c not in ("value", VALUE_BYTES)]
     return raw.select(
-        *others,
-        value.alias("value"),
-        F.col("value").isNotNull().alias(_HAS_VALUE),
-        F.coalesce(F.length("value"), F.lit(0)).alias(VALUE_BYTES),
+        *others, value.alias("value"), has_value.alias(_HAS_VALUE), size.alias(VALUE_BYTES)
     )
 
 
@@ -381,6 +421,7 @@ __all__ = [
     "decode_records",
     "format_metadata_keys",
     "headers_map",
+    "native_reading",
     "record_fields",
     "with_computed_columns",
 ]

@@ -1,0 +1,830 @@
+/*
+ * The json format's record scanner: a batch of JSON values (an Arrow binary array's buffers)
+ * into Arrow buffers of a flat table's columns, one pass over the bytes, no Python objects per
+ * record.
+ *
+ * It decodes a record only when the result is certainly the one Flink's JSON format gives, and
+ * otherwise leaves the whole record undecoded (its bit in the returned bitmap is 0) for the
+ * broader decodings after it: a value that is not exactly one JSON object, malformed JSON
+ * anywhere in it (also in fields the table does not declare), invalid UTF-8, a declared field
+ * given twice, a key with escapes, or a declared field whose JSON value is not of the one kind
+ * this scanner converts for its column:
+ *
+ *   's' STRING (and temporal text): a JSON string, its unescaped UTF-8 content
+ *   'b' BOOLEAN: true / false (values as a bitmap, as Arrow's)
+ *   'B' 'H' 'I' 'L' TINYINT..BIGINT: an integer without fraction or exponent, within range
+ *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow)
+ *   'm' DECIMAL(p, s): a number without exponent whose digits fit p and s exactly
+ *
+ * A JSON null, or a field the record does not have, is a null value.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_COLUMNS 64
+#define MAX_DEPTH 200
+#define MAX_NUMBER 200
+
+typedef struct {
+    char kind;
+    int width;          /* bytes per value of fixed-width kinds */
+    int precision, scale;
+    const char *name;
+    Py_ssize_t name_len;
+    /* output */
+    uint8_t *valid;     /* bitmap, LSB first */
+    char *values;       /* fixed width: length * width; strings: bytes */
+    int32_t *offsets;   /* strings: length + 1 */
+    Py_ssize_t used, capacity; /* string bytes */
+} Column;
+
+typedef struct {
+    const uint8_t *p, *end;
+} Cursor;
+
+/* Character classes for the string fast path: 1 = ends a plain run ('"', '\\', control, non-ASCII). */
+static uint8_t SPECIAL[256];
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static inline void skip_ws(Cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+        c->p++;
+}
+
+static inline void set_bit(uint8_t *bits, Py_ssize_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+static inline void clear_bit(uint8_t *bits, Py_ssize_t i) {
+    bits[i >> 3] &= (uint8_t)~(1u << (i & 7));
+}
+
+/* One UTF-8 sequence starting at a byte >= 0x80: its length, or 0 when it is not valid UTF-8. */
+static inline int utf8_sequence(const uint8_t *p, const uint8_t *end) {
+    uint8_t b = p[0];
+    Py_ssize_t left = end - p;
+    if (b >= 0xC2 && b <= 0xDF)
+        return (left >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (b >= 0xE0 && b <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+            return 0;
+        if (b == 0xE0 && p[1] < 0xA0)
+            return 0; /* overlong */
+        if (b == 0xED && p[1] > 0x9F)
+            return 0; /* a surrogate */
+        return 3;
+    }
+    if (b >= 0xF0 && b <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+            return 0;
+        if (b == 0xF0 && p[1] < 0x90)
+            return 0; /* overlong */
+        if (b == 0xF4 && p[1] > 0x8F)
+            return 0; /* above U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+static inline int hex4(const uint8_t *p, uint32_t *out) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        uint8_t h = p[i];
+        v <<= 4;
+        if (h >= '0' && h <= '9')
+            v |= (uint32_t)(h - '0');
+        else if (h >= 'a' && h <= 'f')
+            v |= (uint32_t)(h - 'a' + 10);
+        else if (h >= 'A' && h <= 'F')
+            v |= (uint32_t)(h - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int reserve(Column *col, Py_ssize_t more) {
+    if (col->used + more <= col->capacity)
+        return 0;
+    Py_ssize_t capacity = col->capacity ? col->capacity : 4096;
+    while (capacity < col->used + more)
+        capacity *= 2;
+    char *grown = realloc(col->values, (size_t)capacity);
+    if (grown == NULL)
+        return -2;
+    col->values = grown;
+    col->capacity = capacity;
+    return 0;
+}
+
+/*
+ * A JSON string at c->p (just after its opening quote). With col, its unescaped content is
+ * appended to col's bytes. Returns 0, -1 when the record is left undecoded, -2 out of memory.
+ * Lone surrogate escapes are accepted only when the content is not kept.
+ */
+static int scan_string(Cursor *c, Column *col) {
+    const uint8_t *p = c->p, *end = c->end;
+    for (;;) {
+        const uint8_t *run = p;
+        while (p < end && !SPECIAL[*p])
+            p++;
+        if (col != NULL && p > run) {
+            if (reserve(col, p - run) < 0)
+                return -2;
+            memcpy(col->values + col->used, run, (size_t)(p - run));
+            col->used += p - run;
+        }
+        if (p >= end)
+            return -1;
+        uint8_t b = *p;
+        if (b == '"') {
+            c->p = p + 1;
+            return 0;
+        }
+        if (b < 0x20)
+            return -1; /* a raw control character */
+        if (b >= 0x80) {
+            int n = utf8_sequence(p, end);
+            if (n == 0)
+                return -1;
+            if (col != NULL) {
+                if (reserve(col, n) < 0)
+                    return -2;
+                memcpy(col->values + col->used, p, (size_t)n);
+                col->used += n;
+            }
+            p += n;
+            continue;
+        }
+        /* a backslash */
+        if (end - p < 2)
+            return -1;
+        char out = 0;
+        switch (p[1]) {
+        case '"': out = '"'; break;
+        case '\\': out = '\\'; break;
+        case '/': out = '/'; break;
+        case 'b': out = '\b'; break;
+        case 'f': out = '\f'; break;
+        case 'n': out = '\n'; break;
+        case 'r': out = '\r'; break;
+        case 't': out = '\t'; break;
+        case 'u': break;
+        default: return -1;
+        }
+        if (out != 0) {
+            if (col != NULL) {
+                if (reserve(col, 1) < 0)
+                    return -2;
+                col->values[col->used++] = out;
+            }
+            p += 2;
+            continue;
+        }
+        uint32_t code;
+        if (end - p < 6 || hex4(p + 2, &code) < 0)
+            return -1;
+        p += 6;
+        if (code >= 0xD800 && code <= 0xDFFF) {
+            uint32_t low;
+            if (code <= 0xDBFF && end - p >= 6 && p[0] == '\\' && p[1] == 'u' &&
+                hex4(p + 2, &low) == 0 && low >= 0xDC00 && low <= 0xDFFF) {
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                p += 6;
+            } else if (col != NULL) {
+                return -1; /* a lone surrogate: no UTF-8 for it */
+            } else {
+                continue;
+            }
+        }
+        if (col == NULL)
+            continue;
+        if (reserve(col, 4) < 0)
+            return -2;
+        char *o = col->values + col->used;
+        if (code < 0x80) {
+            o[0] = (char)code;
+            col->used += 1;
+        } else if (code < 0x800) {
+            o[0] = (char)(0xC0 | (code >> 6));
+            o[1] = (char)(0x80 | (code & 0x3F));
+            col->used += 2;
+        } else if (code < 0x10000) {
+            o[0] = (char)(0xE0 | (code >> 12));
+            o[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+            o[2] = (char)(0x80 | (code & 0x3F));
+            col->used += 3;
+        } else {
+            o[0] = (char)(0xF0 | (code >> 18));
+            o[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+            o[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+            o[3] = (char)(0x80 | (code & 0x3F));
+            col->used += 4;
+        }
+    }
+}
+
+/* A JSON number's parts, as its grammar defines it. */
+typedef struct {
+    const uint8_t *start, *end;
+    int negative;
+    const uint8_t *int_digits, *frac_digits; /* frac_digits NULL without a fraction */
+    int n_int, n_frac;
+    int has_exponent;
+    long exponent;
+} Number;
+
+static int scan_number(Cursor *c, Number *n) {
+    const uint8_t *p = c->p, *end = c->end;
+    n->start = p;
+    n->negative = 0;
+    n->frac_digits = NULL;
+    n->n_frac = 0;
+    n->has_exponent = 0;
+    n->exponent = 0;
+    if (p < end && *p == '-') {
+        n->negative = 1;
+        p++;
+    }
+    if (p >= end || *p < '0' || *p > '9')
+        return -1;
+    n->int_digits = p;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    n->n_int = (int)(p - n->int_digits);
+    if (p < end && *p == '.') {
+        p++;
+        n->frac_digits = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        n->n_frac = (int)(p - n->frac_digits);
+        if (n->n_frac == 0)
+            return -1;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int negative = 0;
+        if (p < end && (*p == '+' || *p == '-'))
+            negative = *p++ == '-';
+        const uint8_t *digits = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (n->exponent < 100000)
+                n->exponent = n->exponent * 10 + (*p - '0');
+            p++;
+        }
+        if (p == digits)
+            return -1;
+        n->has_exponent = 1;
+        if (negative)
+            n->exponent = -n->exponent;
+    }
+    n->end = p;
+    c->p = p;
+    return 0;
+}
+
+/* A number's value as a double (or, with as_float, a float), correctly rounded; -1 when it
+ * overflows or underflows (left to the other decodings). */
+static int number_double(const Number *n, int as_float, double *out) {
+    if (!as_float) {
+        /* Exact fast path: up to 15 significant digits and a power of ten up to 22. */
+        uint64_t mantissa = 0;
+        int digits = 0;
+        const uint8_t *q;
+        for (q = n->int_digits; q < n->int_digits + n->n_int; q++) {
+            if (mantissa || *q != '0')
+                digits++;
+            mantissa = mantissa * 10 + (uint64_t)(*q - '0');
+            if (digits > 15)
+                break;
+        }
+        if (digits <= 15 && n->frac_digits != NULL) {
+            for (q = n->frac_digits; q < n->frac_digits + n->n_frac; q++) {
+                if (mantissa || *q != '0')
+                    digits++;
+                mantissa = mantissa * 10 + (uint64_t)(*q - '0');
+                if (digits > 15)
+                    break;
+            }
+        }
+        if (digits <= 15) {
+            long power = n->exponent - n->n_frac;
+            if (power >= -22 && power <= 22) {
+                double value = (double)mantissa;
+                value = power < 0 ? value / POW10[-power] : value * POW10[power];
+                *out = n->negative ? -value : value;
+                return 0;
+            }
+        }
+    }
+    Py_ssize_t length = n->end - n->start;
+    if (length >= MAX_NUMBER)
+        return -1;
+    char text[MAX_NUMBER];
+    memcpy(text, n->start, (size_t)length);
+    text[length] = '\0';
+    errno = 0;
+    double value;
+    if (as_float) {
+        float f = strtof(text, NULL);
+        value = f;
+    } else {
+        value = strtod(text, NULL);
+    }
+    if (errno == ERANGE || !isfinite(value))
+        return -1;
+    *out = value;
+    return 0;
+}
+
+static int skip_value(Cursor *c, int depth);
+
+static int skip_container(Cursor *c, int depth, uint8_t close) {
+    if (depth > MAX_DEPTH)
+        return -1;
+    c->p++; /* the opening bracket */
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            if (c->p >= c->end || *c->p != '"')
+                return -1;
+            c->p++;
+            int r = scan_string(c, NULL);
+            if (r < 0)
+                return r;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return -1;
+            c->p++;
+            skip_ws(c);
+        }
+        int r = skip_value(c, depth + 1);
+        if (r < 0)
+            return r;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == close) {
+            c->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static inline int literal(Cursor *c, const char *word, Py_ssize_t length) {
+    if (c->end - c->p < length || memcmp(c->p, word, (size_t)length) != 0)
+        return -1;
+    c->p += length;
+    return 0;
+}
+
+/* Any JSON value, validated and not kept. */
+static int skip_value(Cursor *c, int depth) {
+    if (c->p >= c->end)
+        return -1;
+    switch (*c->p) {
+    case '"':
+        c->p++;
+        return scan_string(c, NULL);
+    case '{':
+        return skip_container(c, depth, '}');
+    case '[':
+        return skip_container(c, depth, ']');
+    case 't':
+        return literal(c, "true", 4);
+    case 'f':
+        return literal(c, "false", 5);
+    case 'n':
+        return literal(c, "null", 4);
+    default: {
+        Number n;
+        return scan_number(c, &n);
+    }
+    }
+}
+
+static int integer_value(const Number *n, char kind, int64_t *out) {
+    if (n->frac_digits != NULL || n->has_exponent || n->n_int > 19)
+        return -1;
+    uint64_t magnitude = 0;
+    for (const uint8_t *q = n->int_digits; q < n->int_digits + n->n_int; q++)
+        magnitude = magnitude * 10 + (uint64_t)(*q - '0'); /* at most 19 digits: no overflow */
+    int64_t low, high;
+    switch (kind) {
+    case 'B': low = INT8_MIN; high = INT8_MAX; break;
+    case 'H': low = INT16_MIN; high = INT16_MAX; break;
+    case 'I': low = INT32_MIN; high = INT32_MAX; break;
+    default: low = INT64_MIN; high = INT64_MAX; break;
+    }
+    if (n->negative) {
+        if (magnitude > (uint64_t)INT64_MAX + 1 || -(int64_t)(magnitude - 1) - 1 < low)
+            return -1;
+        *out = magnitude == 0 ? 0 : -(int64_t)(magnitude - 1) - 1;
+    } else {
+        if (magnitude > (uint64_t)high)
+            return -1;
+        *out = (int64_t)magnitude;
+    }
+    (void)low;
+    return 0;
+}
+
+/* DECIMAL(p, s): the unscaled value as a 128-bit two's complement integer, little endian. */
+static int decimal_value(const Number *n, int precision, int scale, char *out) {
+    if (n->has_exponent)
+        return -1;
+    const uint8_t *digits = n->int_digits;
+    int n_int = n->n_int;
+    while (n_int > 0 && *digits == '0') { /* "0" */
+        digits++;
+        n_int--;
+    }
+    int n_frac = n->n_frac;
+    while (n_frac > scale && n->frac_digits[n_frac - 1] == '0')
+        n_frac--; /* zeros past the scale change nothing */
+    if (n_frac > scale || n_int > precision - scale)
+        return -1; /* needs rounding, or does not fit */
+    __int128 value = 0;
+    for (int i = 0; i < n_int; i++)
+        value = value * 10 + (digits[i] - '0');
+    for (int i = 0; i < scale; i++)
+        value = value * 10 + (i < n_frac ? n->frac_digits[i] - '0' : 0);
+    if (n->negative)
+        value = -value;
+    memcpy(out, &value, 16);
+    return 0;
+}
+
+/* The value of a declared field, into row `row` of `col`. */
+static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
+    if (c->p >= c->end)
+        return -1;
+    uint8_t b = *c->p;
+    if (b == 'n')
+        return literal(c, "null", 4); /* null: the validity bit stays 0 */
+    switch (col->kind) {
+    case 's': {
+        if (b != '"')
+            return -1;
+        c->p++;
+        int r = scan_string(c, col);
+        if (r < 0)
+            return r;
+        break;
+    }
+    case 'b':
+        if (b == 't') {
+            if (literal(c, "true", 4) < 0)
+                return -1;
+            set_bit((uint8_t *)col->values, row);
+        } else if (b == 'f') {
+            if (literal(c, "false", 5) < 0)
+                return -1;
+            clear_bit((uint8_t *)col->values, row);
+        } else {
+            return -1;
+        }
+        break;
+    default: {
+        if (b != '-' && (b < '0' || b > '9'))
+            return -1;
+        Number n;
+        if (scan_number(c, &n) < 0)
+            return -1;
+        char *slot = col->values + row * col->width;
+        if (col->kind == 'd' || col->kind == 'f') {
+            double value;
+            if (number_double(&n, col->kind == 'f', &value) < 0)
+                return -1;
+            if (col->kind == 'f') {
+                float f = (float)value;
+                memcpy(slot, &f, 4);
+            } else {
+                memcpy(slot, &value, 8);
+            }
+        } else if (col->kind == 'm') {
+            if (decimal_value(&n, col->precision, col->scale, slot) < 0)
+                return -1;
+        } else {
+            int64_t value;
+            if (integer_value(&n, col->kind, &value) < 0)
+                return -1;
+            switch (col->width) {
+            case 1: { int8_t v = (int8_t)value; memcpy(slot, &v, 1); break; }
+            case 2: { int16_t v = (int16_t)value; memcpy(slot, &v, 2); break; }
+            case 4: { int32_t v = (int32_t)value; memcpy(slot, &v, 4); break; }
+            default: memcpy(slot, &value, 8); break;
+            }
+        }
+    }
+    }
+    set_bit(col->valid, row);
+    return 0;
+}
+
+static inline int find_column(Column *cols, int n_cols, int hint, const uint8_t *key,
+                              Py_ssize_t length) {
+    for (int k = 0; k < n_cols; k++) {
+        int j = hint + k < n_cols ? hint + k : hint + k - n_cols;
+        if (cols[j].name_len == length && memcmp(cols[j].name, key, (size_t)length) == 0)
+            return j;
+    }
+    return -1;
+}
+
+/* One record into row `row`: 0 decoded, -1 left undecoded, -2 out of memory. */
+static int scan_record(Cursor *c, Column *cols, int n_cols, Py_ssize_t row) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '{')
+        return -1;
+    c->p++;
+    skip_ws(c);
+    uint64_t seen = 0;
+    int hint = 0;
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+    } else {
+        for (;;) {
+            if (c->p >= c->end || *c->p != '"')
+                return -1;
+            const uint8_t *key = ++c->p;
+            while (c->p < c->end && *c->p != '"' && *c->p != '\\' && *c->p >= 0x20 && *c->p < 0x80)
+                c->p++;
+            if (c->p >= c->end || *c->p != '"') {
+                /* escapes or non-ASCII in a key: it must not be a declared field's */
+                c->p = key;
+                int r = scan_string(c, NULL);
+                if (r < 0)
+                    return r;
+                for (const uint8_t *q = key; q < c->p - 1; q++)
+                    if (*q == '\\')
+                        return -1;
+                /* valid UTF-8 without escapes: compare as is */
+            } else {
+                c->p++;
+            }
+            Py_ssize_t key_length = c->p - 1 - key;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return -1;
+            c->p++;
+            skip_ws(c);
+            int j = find_column(cols, n_cols, hint, key, key_length);
+            int r;
+            if (j < 0) {
+                r = skip_value(c, 1);
+            } else {
+                if (seen & ((uint64_t)1 << j))
+                    return -1; /* a declared field twice */
+                seen |= (uint64_t)1 << j;
+                hint = j + 1 < n_cols ? j + 1 : 0;
+                r = field_value(c, &cols[j], row);
+            }
+            if (r < 0)
+                return r;
+            skip_ws(c);
+            if (c->p >= c->end)
+                return -1;
+            if (*c->p == ',') {
+                c->p++;
+                skip_ws(c);
+                continue;
+            }
+            if (*c->p == '}') {
+                c->p++;
+                break;
+            }
+            return -1;
+        }
+    }
+    skip_ws(c);
+    return c->p == c->end ? 0 : -1; /* exactly one document */
+}
+
+static void free_columns(Column *cols, int n_cols) {
+    for (int j = 0; j < n_cols; j++) {
+        free(cols[j].valid);
+        free(cols[j].values);
+        free(cols[j].offsets);
+    }
+}
+
+static PyObject *as_bytes(const void *data, Py_ssize_t size) {
+    return PyBytes_FromStringAndSize((const char *)data, size);
+}
+
+PyDoc_STRVAR(scan_doc,
+    "scan(validity, offsets, data, offset, length, columns) -> (decoded, [buffers per column])\n\n"
+    "Decode `length` JSON values of an Arrow binary array (its buffers; validity may be None;\n"
+    "`offset` is the array's offset) into the flat `columns`: (name: bytes, kind: str,\n"
+    "precision: int, scale: int) each. `decoded` is a bitmap of the records decoded; each\n"
+    "column's buffers are (validity bitmap, values) or, for strings, (validity, offsets, bytes).");
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *validity_obj, *offsets_obj, *data_obj, *columns_obj;
+    Py_ssize_t offset, length;
+    if (!PyArg_ParseTuple(args, "OOOnnO", &validity_obj, &offsets_obj, &data_obj, &offset, &length,
+                          &columns_obj))
+        return NULL;
+    if (!PyTuple_Check(columns_obj) || PyTuple_GET_SIZE(columns_obj) > MAX_COLUMNS) {
+        PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
+        return NULL;
+    }
+    if (offset < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must not be negative");
+        return NULL;
+    }
+    int n_cols = (int)PyTuple_GET_SIZE(columns_obj);
+    Column cols[MAX_COLUMNS];
+    memset(cols, 0, sizeof(cols));
+    Py_buffer validity = {0}, offsets = {0}, data = {0};
+    int have_validity = validity_obj != Py_None;
+    PyObject *result = NULL;
+    uint8_t *decoded = NULL;
+    Py_ssize_t bitmap_size = (length + 7) / 8;
+
+    if (have_validity && PyObject_GetBuffer(validity_obj, &validity, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offsets.len < (Py_ssize_t)sizeof(int32_t) * (offset + length + 1) ||
+        (have_validity && validity.len * 8 < offset + length)) {
+        PyErr_SetString(PyExc_ValueError, "the buffers are shorter than offset + length");
+        goto done;
+    }
+    const int32_t *starts = (const int32_t *)offsets.buf;
+    if (length > 0 && (starts[offset] < 0 || starts[offset + length] > data.len)) {
+        PyErr_SetString(PyExc_ValueError, "the offsets point outside the data buffer");
+        goto done;
+    }
+    for (int j = 0; j < n_cols; j++) {
+        PyObject *spec = PyTuple_GET_ITEM(columns_obj, j);
+        const char *name, *kind;
+        Py_ssize_t name_len, kind_len;
+        int precision, scale;
+        if (!PyArg_ParseTuple(spec, "y#s#ii", &name, &name_len, &kind, &kind_len, &precision,
+                              &scale))
+            goto done;
+        Column *col = &cols[j];
+        col->name = name;
+        col->name_len = name_len;
+        col->kind = kind[0];
+        col->precision = precision;
+        col->scale = scale;
+        switch (col->kind) {
+        case 's': col->width = 0; break;
+        case 'b': col->width = 0; break; /* a bitmap, as Arrow's booleans */
+        case 'B': col->width = 1; break;
+        case 'H': col->width = 2; break;
+        case 'I': case 'f': col->width = 4; break;
+        case 'L': case 'd': col->width = 8; break;
+        case 'm':
+            col->width = 16;
+            if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+                PyErr_SetString(PyExc_ValueError, "DECIMAL precision must be 1..38, scale 0..p");
+                goto done;
+            }
+            break;
+        default:
+            PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+            goto done;
+        }
+        col->valid = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
+        if (col->kind == 's') {
+            col->offsets = malloc(sizeof(int32_t) * (size_t)(length + 1));
+            if (col->offsets != NULL)
+                col->offsets[0] = 0;
+        } else if (col->kind == 'b') {
+            col->values = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
+        } else {
+            col->values = calloc((size_t)(length ? length : 1), (size_t)col->width);
+        }
+        if (col->valid == NULL || (col->kind == 's' ? col->offsets == NULL : col->values == NULL)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    decoded = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
+    if (decoded == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t marks[MAX_COLUMNS];
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        Py_ssize_t at = offset + i;
+        int present = !have_validity || (((const uint8_t *)validity.buf)[at >> 3] >> (at & 7)) & 1;
+        int r = -1;
+        if (present) {
+            for (int j = 0; j < n_cols; j++)
+                marks[j] = cols[j].used;
+            Cursor c = {(const uint8_t *)data.buf + starts[at],
+                        (const uint8_t *)data.buf + starts[at + 1]};
+            r = scan_record(&c, cols, n_cols, i);
+            if (r == -2) {
+                failed = 1;
+                break;
+            }
+            if (r == 0) {
+                set_bit(decoded, i);
+            } else { /* undo what the record wrote */
+                for (int j = 0; j < n_cols; j++) {
+                    clear_bit(cols[j].valid, i);
+                    cols[j].used = marks[j];
+                }
+            }
+        }
+        for (int j = 0; j < n_cols; j++) {
+            if (cols[j].kind == 's') {
+                if (cols[j].used > INT32_MAX) {
+                    failed = 2;
+                    break;
+                }
+                cols[j].offsets[i + 1] = (int32_t)cols[j].used;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed == 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (failed == 2) {
+        PyErr_SetString(PyExc_OverflowError, "a string column exceeds 2 GiB in one batch");
+        goto done;
+    }
+
+    PyObject *buffers = PyList_New(n_cols);
+    if (buffers == NULL)
+        goto done;
+    for (int j = 0; j < n_cols; j++) {
+        Column *col = &cols[j];
+        PyObject *entry;
+        if (col->kind == 's')
+            entry = Py_BuildValue("(NNN)", as_bytes(col->valid, bitmap_size),
+                                  as_bytes(col->offsets, sizeof(int32_t) * (length + 1)),
+                                  as_bytes(col->values ? col->values : "", col->used));
+        else
+            entry = Py_BuildValue("(NN)", as_bytes(col->valid, bitmap_size),
+                                  as_bytes(col->values, col->kind == 'b' ? bitmap_size
+                                                                         : col->width * length));
+        if (entry == NULL) {
+            Py_DECREF(buffers);
+            goto done;
+        }
+        PyList_SET_ITEM(buffers, j, entry);
+    }
+    result = Py_BuildValue("(NN)", as_bytes(decoded, bitmap_size), buffers);
+
+done:
+    free(decoded);
+    free_columns(cols, n_cols);
+    if (have_validity && validity.obj != NULL)
+        PyBuffer_Release(&validity);
+    if (offsets.obj != NULL)
+        PyBuffer_Release(&offsets);
+    if (data.obj != NULL)
+        PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef METHODS[] = {
+    {"scan", scan, METH_VARARGS, scan_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT, "_json_scan",
+    "The json format's record scanner: JSON values into Arrow buffers of a flat table.", -1,
+    METHODS,
+};
+
+PyMODINIT_FUNC PyInit__json_scan(void) {
+    for (int b = 0; b < 256; b++)
+        SPECIAL[b] = (uint8_t)(b == '"' || b == '\\' || b < 0x20 || b >= 0x80);
+    return PyModule_Create(&MODULE);
+}
