@@ -36,7 +36,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import _common as common
@@ -336,11 +336,12 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     often enough; a slice of the data (``work.warmup`` records, one task per partition as in
     the timed runs) makes the timed runs measure reading rather than JIT compilation, as the
     raw loop's timing leaves out its interpreter start-up. The timed JSON runs only count rows,
-    so this also checks that the orders decode cleanly.
+    so this also checks that the orders decode cleanly. A run's JSON step and the anchor's
+    queries (Spark's Kafka source, unless left out) are warmed up the same way.
     """
     from dagster_kafka_flinklike.source import KafkaSplit
     from dagster_kafka_flinklike.source.reader import read_splits
-    from dagster_kafka_flinklike.source.records import decode_records, native_columns
+    from dagster_kafka_flinklike.source.records import decode_records, native_reading
 
     share = max(1, work.warmup // len(work.ends))
     warm = [KafkaSplit(work.topic, p, 0, min(end, share)) for p, end in work.ends.items()]
@@ -348,13 +349,15 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     for columns in (("value",), work.fields):
         df = read_splits(spark, warm, work.consumer_config, columns, batch_size=work.batch)
         jit += timed_noop_write(spark, df).jit_cpu
+    derived, shedding = native_reading(work.spec)
     df = read_splits(
         spark,
         warm,
         work.consumer_config,
         work.fields,
         batch_size=work.batch,
-        derived=native_columns(work.spec),
+        derived=derived,
+        shedding=shedding,
     )
     jit += timed_noop_write(spark, decode_records(work.spec, df)).jit_cpu
     rows, dirty = dirty_rows(decode_records(work.spec, df))
@@ -367,6 +370,13 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     avro_rows, avro_dirty = dirty_rows(decode_records(work.avro_spec, df))
     if avro_rows != rows or avro_dirty:
         raise RuntimeError(f"decoding the Avro orders gave {avro_rows} rows, {avro_dirty} dirty")
+    jit += json_step(spark, work, warm).jit_cpu
+    if common.SPARK_KAFKA:  # the anchor's queries, over the same slice
+        ends = {s.partition: s.stop for s in warm}
+        for json_schema in (None, work.spec):
+            jit += timed_noop_write(
+                spark, spark_kafka_frame(spark, work, json_schema, ends)
+            ).jit_cpu
     common.log(
         f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
         f"of JIT compilation); the orders decode cleanly"
@@ -380,9 +390,10 @@ Runs = dict[str, list[tuple[float, float, float, SparkRun | None]]]
 def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tuple[Runs, float]:
     """Every timed measurement, ``repeats`` times, interleaved; and the raw loops' peak RSS."""
     from dagster_kafka_flinklike.source.reader import consumer_settings, read_splits
-    from dagster_kafka_flinklike.source.records import decode_records, native_columns
+    from dagster_kafka_flinklike.source.records import decode_records, native_reading
 
     records = work.records
+    derived, shedding = native_reading(work.spec)
     settings = consumer_settings(work.consumer_config)
     runs: Runs = {
         name: []
@@ -446,7 +457,8 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             work.consumer_config,
             work.fields,
             batch_size=work.batch,
-            derived=native_columns(work.spec),
+            derived=derived,
+            shedding=shedding,
         )
         run = timed_noop_write(spark, decode_records(work.spec, raw))
         if run.rows != records:
@@ -476,11 +488,12 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
     return runs, raw_rss
 
 
-def json_step(spark: SparkSession, work: Workload) -> SparkRun:
+def json_step(spark: SparkSession, work: Workload, splits: Any = None) -> SparkRun:
     """What a streaming asset pays to read a JSON source, into the no-op sink: resolve the
     table, plan its offsets, read (with the native JSON decoding in the reading tasks), decode
     with the dirty-data columns, write the clean rows; the run's input statistics are observed
-    by that write (``decode_table``), as a run's sink write counts them."""
+    by that write (``decode_table``), as a run's sink write counts them. With ``splits`` (the
+    warm-up), those are read instead of the planned ones."""
     from dagster_kafka_flinklike.run.decode import decode_table
     from dagster_kafka_flinklike.run.plan import plan_table
     from dagster_kafka_flinklike.run.read import read_table
@@ -492,6 +505,8 @@ def json_step(spark: SparkSession, work: Workload) -> SparkRun:
     clients = KafkaClients()
     try:
         plan = plan_table(table, clients.admin(table), None)
+        if splits is not None:
+            plan = replace(plan, splits=tuple(splits))
         decoded = decode_table(table, read_table(spark, table, plan))
         decoded.frame.write.format("noop").mode("overwrite").save()
         if not decoded.counts.counted:
@@ -499,26 +514,34 @@ def json_step(spark: SparkSession, work: Workload) -> SparkRun:
     finally:
         clients.clear()
     elapsed = time.monotonic() - began
-    if decoded.stats.records != work.records or decoded.stats.dirty:
-        raise RuntimeError(f"the JSON step read {decoded.stats}, expected {work.records} clean")
+    expected = work.records if splits is None else sum(s.size for s in splits)
+    if decoded.stats.records != expected or decoded.stats.dirty:
+        raise RuntimeError(f"the JSON step read {decoded.stats}, expected {expected} clean")
     used, jit = meter.used(), meter.jit()
     return SparkRun(elapsed, decoded.stats.records, used["spark-jvm"], jit["spark-jvm"],
                     used["spark-python"], 0)  # fmt: skip
 
 
-def spark_kafka_frame(spark: SparkSession, work: Workload, spec: Any) -> DataFrame:
+def spark_kafka_frame(
+    spark: SparkSession, work: Workload, spec: Any, ends: Mapping[int, int] | None = None
+) -> DataFrame:
     """The topic through Spark's own Kafka source: the value, or (``spec`` given) the value
-    parsed by ``from_json`` into the table's columns."""
+    parsed by ``from_json`` into the table's columns; up to the latest offsets, or ``ends``."""
+    import json
+
     from pyspark.sql import functions as F
 
     from dagster_kafka_flinklike.options import struct_type
 
+    ending = (
+        "latest" if ends is None else json.dumps({work.topic: {str(p): e for p, e in ends.items()}})
+    )
     frame = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", work.spec.bootstrap_servers)
         .option("subscribe", work.topic)
         .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
+        .option("endingOffsets", ending)
         .load()
     )
     if spec is None:

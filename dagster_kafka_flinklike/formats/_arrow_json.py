@@ -39,9 +39,12 @@ _PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "
 _TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 #: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
 _NON_NUMBERS = (b"NaN", b"Infinity")
-#: The record scanner's column kinds (see ``_json_scan.c``): temporal types are read as text.
+#: The record scanner's column kinds (see ``_json_scan.c``); TIMESTAMP and TIMESTAMP_LTZ by
+#: ``timestamp-format.standard`` in :data:`_SCAN_TIMESTAMPS`.
 _SCAN_KINDS = {
-    **dict.fromkeys(_TEXT | _TEMPORAL, "s"),
+    **dict.fromkeys(_TEXT, "s"),
+    "DATE": "D",
+    "TIME": "C",
     "BOOLEAN": "b",
     "TINYINT": "B",
     "SMALLINT": "H",
@@ -50,6 +53,10 @@ _SCAN_KINDS = {
     "FLOAT": "f",
     "DOUBLE": "d",
     "DECIMAL": "m",
+}
+_SCAN_TIMESTAMPS = {
+    "SQL": {"TIMESTAMP": "t", "TIMESTAMP_LTZ": "z"},
+    "ISO-8601": {"TIMESTAMP": "T", "TIMESTAMP_LTZ": "Z"},
 }
 _SCAN_MAX_COLUMNS = 64
 
@@ -63,13 +70,16 @@ def _scanner() -> Any:
     return _json_scan
 
 
-def _scan_columns(columns: Sequence[Column]) -> tuple[tuple[bytes, str, int, int], ...] | None:
+def _scan_columns(
+    columns: Sequence[Column], standard: str
+) -> tuple[tuple[bytes, str, int, int], ...] | None:
     """The scanner's description of a flat table's columns, or None when it cannot scan them."""
     if len(columns) > _SCAN_MAX_COLUMNS:
         return None
+    kinds = {**_SCAN_KINDS, **_SCAN_TIMESTAMPS[standard]}
     described = []
     for c in columns:
-        kind = _SCAN_KINDS.get(c.flink_type.name)
+        kind = kinds.get(c.flink_type.name)
         if kind is None:
             return None
         precision, scale = 0, 0
@@ -141,7 +151,7 @@ class NativeJson:
         #: instead of per batch.
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
         #: The record scanner's columns, when it is built and the table is flat.
-        self.scan_columns = _scan_columns(columns) if _scanner() is not None else None
+        self.scan_columns = _scan_columns(columns, standard) if _scanner() is not None else None
         timestamp = _TIMESTAMP[standard]
         self.patterns = {
             "DATE": _DATE,
@@ -172,15 +182,20 @@ class NativeJson:
         n = len(values)
         validity, offsets, data = values.buffers()
         assert self.scan_columns is not None and offsets is not None and data is not None
-        scanned, buffers = _scanner().scan(
-            validity, offsets, data, values.offset, n, self.scan_columns
-        )
-        decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(scanned)])
-        arrays = [
-            pa.Array.from_buffers(field.type, n, [pa.py_buffer(b) for b in parts])
-            for field, parts in zip(self.parse_schema, buffers, strict=True)
-        ]
-        struct = self._struct(arrays, decoded)
+        try:
+            scanned, buffers = _scanner().scan(
+                validity, offsets, data, values.offset, n, self.scan_columns
+            )
+            decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(scanned)])
+            arrays = [
+                pa.Array.from_buffers(field.type, n, [pa.py_buffer(b) for b in parts])
+                for field, parts in zip(self.arrow_type, buffers, strict=True)
+            ]
+            struct = pa.StructArray.from_arrays(
+                arrays, fields=list(self.arrow_type), mask=pc.invert(decoded)
+            )
+        except pa.ArrowException:  # never fail the reading task: decode per record
+            return pa.nulls(n, self.arrow_type)
         if decoded.true_count == n:
             return struct
         undecoded = pc.invert(decoded)
@@ -237,13 +252,13 @@ class NativeJson:
         position = pc.subtract(pc.cumulative_sum(objects.cast(pa.int64())), 1)
         return decoded.take(pc.if_else(objects, position, None))
 
-    def _struct(self, parsed: list[pa.Array], decoded: pa.Array | None = None) -> pa.StructArray:
-        """The parsed columns as the struct, temporal text converted; a record not ``decoded``
-        (when given) or whose text does not have its type's shape is null."""
+    def _struct(self, parsed: list[pa.Array]) -> pa.StructArray:
+        """Arrow's parsed columns as the struct, temporal text converted; a record whose text
+        does not have its type's shape is null (decoded per record)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        clean: pa.Array | None = decoded
+        clean: pa.Array | None = None
         arrays = []
         for column, t, field in zip(parsed, self.types, self.arrow_type, strict=True):
             if t.name in _TEMPORAL:

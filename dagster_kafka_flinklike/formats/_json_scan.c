@@ -15,6 +15,12 @@
  *   'B' 'H' 'I' 'L' TINYINT..BIGINT: an integer without fraction or exponent, within range
  *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow)
  *   'm' DECIMAL(p, s): a number without exponent whose digits fit p and s exactly
+ *   'D' DATE: a string yyyy-MM-dd naming a day (days since 1970-01-01)
+ *   'C' TIME: a string HH:mm:ss[.fraction], kept as text
+ *   't' 'T' TIMESTAMP, 'z' 'Z' TIMESTAMP_LTZ: a string of timestamp-format.standard's shape
+ *       (t, z: SQL "yyyy-MM-dd HH:mm:ss[.fraction]"; T, Z: ISO-8601 "yyyy-MM-ddTHH:mm[:ss[.f]]";
+ *       z, Z end with "Z", UTC) naming a time (microseconds since the epoch, digits past the
+ *       microsecond dropped)
  *
  * A JSON null, or a field the record does not have, is a null value.
  */
@@ -32,17 +38,24 @@
 #define MAX_NUMBER 200
 
 typedef struct {
+    char *data;
+    Py_ssize_t used, capacity;
+} Buffer;
+
+typedef struct {
     char kind;
-    int width;          /* bytes per value of fixed-width kinds */
+    int width;          /* bytes per value of fixed-width kinds (0: text, or a bitmap) */
     int precision, scale;
     const char *name;
     Py_ssize_t name_len;
     /* output */
     uint8_t *valid;     /* bitmap, LSB first */
-    char *values;       /* fixed width: length * width; strings: bytes */
-    int32_t *offsets;   /* strings: length + 1 */
-    Py_ssize_t used, capacity; /* string bytes */
+    char *values;       /* fixed width: length * width; booleans: a bitmap */
+    int32_t *offsets;   /* text kinds: length + 1 */
+    Buffer text;        /* text kinds: the bytes; temporal kinds: the value's text, scratch */
 } Column;
+
+static inline int is_text(char kind) { return kind == 's' || kind == 'C'; }
 
 typedef struct {
     const uint8_t *p, *end;
@@ -109,26 +122,26 @@ static inline int hex4(const uint8_t *p, uint32_t *out) {
     return 0;
 }
 
-static int reserve(Column *col, Py_ssize_t more) {
-    if (col->used + more <= col->capacity)
+static int reserve(Buffer *b, Py_ssize_t more) {
+    if (b->used + more <= b->capacity)
         return 0;
-    Py_ssize_t capacity = col->capacity ? col->capacity : 4096;
-    while (capacity < col->used + more)
+    Py_ssize_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity < b->used + more)
         capacity *= 2;
-    char *grown = realloc(col->values, (size_t)capacity);
+    char *grown = realloc(b->data, (size_t)capacity);
     if (grown == NULL)
         return -2;
-    col->values = grown;
-    col->capacity = capacity;
+    b->data = grown;
+    b->capacity = capacity;
     return 0;
 }
 
 /*
  * A JSON string at c->p (just after its opening quote). With col, its unescaped content is
- * appended to col's bytes. Returns 0, -1 when the record is left undecoded, -2 out of memory.
+ * appended to that buffer. Returns 0, -1 when the record is left undecoded, -2 out of memory.
  * Lone surrogate escapes are accepted only when the content is not kept.
  */
-static int scan_string(Cursor *c, Column *col) {
+static int scan_string(Cursor *c, Buffer *col) {
     const uint8_t *p = c->p, *end = c->end;
     for (;;) {
         const uint8_t *run = p;
@@ -137,7 +150,7 @@ static int scan_string(Cursor *c, Column *col) {
         if (col != NULL && p > run) {
             if (reserve(col, p - run) < 0)
                 return -2;
-            memcpy(col->values + col->used, run, (size_t)(p - run));
+            memcpy(col->data + col->used, run, (size_t)(p - run));
             col->used += p - run;
         }
         if (p >= end)
@@ -156,7 +169,7 @@ static int scan_string(Cursor *c, Column *col) {
             if (col != NULL) {
                 if (reserve(col, n) < 0)
                     return -2;
-                memcpy(col->values + col->used, p, (size_t)n);
+                memcpy(col->data + col->used, p, (size_t)n);
                 col->used += n;
             }
             p += n;
@@ -182,7 +195,7 @@ static int scan_string(Cursor *c, Column *col) {
             if (col != NULL) {
                 if (reserve(col, 1) < 0)
                     return -2;
-                col->values[col->used++] = out;
+                col->data[col->used++] = out;
             }
             p += 2;
             continue;
@@ -207,7 +220,7 @@ static int scan_string(Cursor *c, Column *col) {
             continue;
         if (reserve(col, 4) < 0)
             return -2;
-        char *o = col->values + col->used;
+        char *o = col->data + col->used;
         if (code < 0x80) {
             o[0] = (char)code;
             col->used += 1;
@@ -475,6 +488,111 @@ static int decimal_value(const Number *n, int precision, int scale, char *out) {
     return 0;
 }
 
+static inline int digits(const char *p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static inline int leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* yyyy-MM-dd at p (exactly 10 characters): days since the epoch, or -1. */
+static int parse_date(const char *p, int64_t *days) {
+    static const int month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, m, d;
+    if (p[4] != '-' || p[7] != '-' || digits(p, 4, &y) || digits(p + 5, 2, &m) ||
+        digits(p + 8, 2, &d))
+        return -1;
+    if (y < 1 || m < 1 || m > 12 || d < 1 || d > month_days[m - 1] + (m == 2 && leap(y)))
+        return -1;
+    *days = days_from_civil(y, m, d);
+    return 0;
+}
+
+/* HH:mm:ss[.f{1,9}] at p, n characters: microseconds of the day (with seconds optional when
+ * `seconds_optional`, as "HH:mm"), or -1 when it has another shape or names no time. */
+static int parse_clock(const char *p, Py_ssize_t n, int seconds_optional, int64_t *micros) {
+    int h, m, sec = 0;
+    if (n < 5 || p[2] != ':' || digits(p, 2, &h) || digits(p + 3, 2, &m))
+        return -1;
+    Py_ssize_t i = 5;
+    int64_t fraction = 0;
+    if (n > 5 || !seconds_optional) {
+        if (n < 8 || p[5] != ':' || digits(p + 6, 2, &sec))
+            return -1;
+        i = 8;
+        if (i < n) {
+            if (p[i] != '.' || n - i - 1 < 1 || n - i - 1 > 9)
+                return -1;
+            for (Py_ssize_t k = i + 1; k < n; k++) {
+                if (p[k] < '0' || p[k] > '9')
+                    return -1;
+                if (k - i <= 6)
+                    fraction = fraction * 10 + (p[k] - '0');
+            }
+            for (Py_ssize_t k = n - i - 1; k < 6; k++)
+                fraction *= 10;
+            i = n;
+        }
+    }
+    if (i != n || h > 23 || m > 59 || sec > 59)
+        return -1;
+    *micros = ((int64_t)h * 3600 + m * 60 + sec) * 1000000 + fraction;
+    return 0;
+}
+
+/* A temporal kind's text (its string's content) into its value; -1 when it is not one. */
+static int temporal_value(char kind, const char *p, Py_ssize_t n, int64_t *out) {
+    if (kind == 'D') {
+        if (n != 10)
+            return -1;
+        return parse_date(p, out);
+    }
+    if (kind == 'C') { /* TIME: the shape only, the text is the value */
+        int h, m, sec;
+        if (n < 8 || p[2] != ':' || p[5] != ':' || digits(p, 2, &h) || digits(p + 3, 2, &m) ||
+            digits(p + 6, 2, &sec))
+            return -1;
+        if (n == 8)
+            return 0;
+        if (p[8] != '.' || n - 9 < 1 || n - 9 > 9)
+            return -1;
+        for (Py_ssize_t k = 9; k < n; k++)
+            if (p[k] < '0' || p[k] > '9')
+                return -1;
+        return 0;
+    }
+    int zoned = kind == 'z' || kind == 'Z';
+    int iso = kind == 'T' || kind == 'Z';
+    if (zoned) {
+        if (n < 1 || p[n - 1] != 'Z')
+            return -1;
+        n--;
+    }
+    if (n < 16 || p[10] != (iso ? 'T' : ' '))
+        return -1;
+    int64_t days, micros;
+    if (parse_date(p, &days) < 0 || parse_clock(p + 11, n - 11, iso, &micros) < 0)
+        return -1;
+    *out = days * 86400000000LL + micros;
+    return 0;
+}
+
 /* The value of a declared field, into row `row` of `col`. */
 static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
     if (c->p >= c->end)
@@ -487,9 +605,30 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         if (b != '"')
             return -1;
         c->p++;
-        int r = scan_string(c, col);
+        int r = scan_string(c, &col->text);
         if (r < 0)
             return r;
+        break;
+    }
+    case 'C': case 'D': case 't': case 'T': case 'z': case 'Z': {
+        if (b != '"')
+            return -1;
+        c->p++;
+        Py_ssize_t start = col->kind == 'C' ? col->text.used : 0;
+        if (col->kind != 'C')
+            col->text.used = 0; /* scratch */
+        int r = scan_string(c, &col->text);
+        if (r < 0)
+            return r;
+        int64_t value = 0;
+        if (temporal_value(col->kind, col->text.data + start, col->text.used - start, &value) < 0)
+            return -1;
+        if (col->kind == 'D') {
+            int32_t days = (int32_t)value;
+            memcpy(col->values + row * 4, &days, 4);
+        } else if (col->kind != 'C') {
+            memcpy(col->values + row * 8, &value, 8);
+        }
         break;
     }
     case 'b':
@@ -626,6 +765,7 @@ static void free_columns(Column *cols, int n_cols) {
         free(cols[j].valid);
         free(cols[j].values);
         free(cols[j].offsets);
+        free(cols[j].text.data);
     }
 }
 
@@ -694,7 +834,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         col->precision = precision;
         col->scale = scale;
         switch (col->kind) {
-        case 's': col->width = 0; break;
+        case 's': case 'C': col->width = 0; break;
+        case 'D': col->width = 4; break;
+        case 't': case 'T': case 'z': case 'Z': col->width = 8; break;
         case 'b': col->width = 0; break; /* a bitmap, as Arrow's booleans */
         case 'B': col->width = 1; break;
         case 'H': col->width = 2; break;
@@ -712,7 +854,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto done;
         }
         col->valid = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
-        if (col->kind == 's') {
+        if (is_text(col->kind)) {
             col->offsets = malloc(sizeof(int32_t) * (size_t)(length + 1));
             if (col->offsets != NULL)
                 col->offsets[0] = 0;
@@ -721,7 +863,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         } else {
             col->values = calloc((size_t)(length ? length : 1), (size_t)col->width);
         }
-        if (col->valid == NULL || (col->kind == 's' ? col->offsets == NULL : col->values == NULL)) {
+        if (col->valid == NULL || (is_text(col->kind) ? col->offsets == NULL : col->values == NULL)) {
             PyErr_NoMemory();
             goto done;
         }
@@ -741,7 +883,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int r = -1;
         if (present) {
             for (int j = 0; j < n_cols; j++)
-                marks[j] = cols[j].used;
+                marks[j] = cols[j].text.used;
             Cursor c = {(const uint8_t *)data.buf + starts[at],
                         (const uint8_t *)data.buf + starts[at + 1]};
             r = scan_record(&c, cols, n_cols, i);
@@ -754,17 +896,17 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             } else { /* undo what the record wrote */
                 for (int j = 0; j < n_cols; j++) {
                     clear_bit(cols[j].valid, i);
-                    cols[j].used = marks[j];
+                    cols[j].text.used = marks[j];
                 }
             }
         }
         for (int j = 0; j < n_cols; j++) {
-            if (cols[j].kind == 's') {
-                if (cols[j].used > INT32_MAX) {
+            if (is_text(cols[j].kind)) {
+                if (cols[j].text.used > INT32_MAX) {
                     failed = 2;
                     break;
                 }
-                cols[j].offsets[i + 1] = (int32_t)cols[j].used;
+                cols[j].offsets[i + 1] = (int32_t)cols[j].text.used;
             }
         }
     }
@@ -784,10 +926,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int j = 0; j < n_cols; j++) {
         Column *col = &cols[j];
         PyObject *entry;
-        if (col->kind == 's')
+        if (is_text(col->kind))
             entry = Py_BuildValue("(NNN)", as_bytes(col->valid, bitmap_size),
                                   as_bytes(col->offsets, sizeof(int32_t) * (length + 1)),
-                                  as_bytes(col->values ? col->values : "", col->used));
+                                  as_bytes(col->text.data ? col->text.data : "", col->text.used));
         else
             entry = Py_BuildValue("(NN)", as_bytes(col->valid, bitmap_size),
                                   as_bytes(col->values, col->kind == 'b' ? bitmap_size

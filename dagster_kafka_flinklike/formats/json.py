@@ -462,7 +462,12 @@ def _decode(
         errors.insert(0, _missing(text, names, types, "", stager))
     corrupt = parsed[CORRUPT].isNotNull()
     field_error = first_error(errors)
-    error = F.when(corrupt, _record_error(text, columns))
+    # Why a record did not parse is asked of Spark's JSON reader again (a function Spark cannot
+    # compile into its generated code): staged next to the parse, where the record's parse is
+    # at hand, only later stages fuse into one generated stage.
+    unparsed = F.from_json(text, schema, PARSE_OPTIONS)[CORRUPT].isNotNull()
+    reason = stager.put(0, "reason", F.when(unparsed, _record_error(text, columns)))
+    error = F.when(corrupt, reason)
     if field_error is not None:
         error = error.otherwise(field_error)
     out = skipped(raw, options)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._spark_session import ARROW_JVM_OPTIONS
 from ..errors import EmbeddedSparkConnectError
 from ._fetch import find_java
 from ._service import (
@@ -117,7 +118,10 @@ def render_spark_properties(
         ("spark.connect.grpc.binding.port", str(port)),
         *_BASE_PROPERTIES,
         ("spark.local.dir", str(data_dir / "tmp")),
-        ("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"),
+        (
+            "spark.driver.extraJavaOptions",
+            f"-Dlog4j2.configurationFile=file:{log4j} {ARROW_JVM_OPTIONS}",
+        ),
         ("spark.pyspark.python", python),
         ("spark.pyspark.driver.python", python),
     ]

@@ -57,8 +57,6 @@ RECORD_START = PROVENANCE[-1]
 _PROVENANCE_FIELDS = (
     "topic", "partition", "offset", "key", "value", "timestamp", VALUE_BYTES, RECORD_START
 )  # fmt: skip
-#: Whether the record has a value (computed before natively decoded values are shed).
-_HAS_VALUE = "__dkf_has_value"
 _VALUE_ROW = "__dkf_value_row"
 _VALUE_META = "__dkf_value_meta"
 
@@ -295,7 +293,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         if side == "value":
             no_row = side_no_row
     if spec.is_upsert:  # a null value is a deletion of its key: kept
-        no_row = no_row & F.col(_HAS_VALUE)
+        no_row = no_row & _has_value(natives)
     raw = raw.filter(~no_row)
     for stage in stages:
         if stage:
@@ -321,7 +319,7 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
         decoded, value_struct, kind, start = _changelog_rows(decoded)
     else:
         value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
-        kind = F.when(F.col(ERROR).isNull(), F.when(F.col(_HAS_VALUE), "+I").otherwise("-D"))
+        kind = F.when(F.col(ERROR).isNull(), F.when(_has_value(natives), "+I").otherwise("-D"))
     decoded = decoded.withColumn(RECORD_START, start)
 
     in_value = {c.name for c in spec.value_columns}
@@ -355,24 +353,20 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
 
 
 def _shed_native_values(spec: KafkaTableSpec, raw: DataFrame, natives: set[str]) -> DataFrame:
-    """``raw`` with :data:`_HAS_VALUE` and :data:`VALUE_BYTES`, and without the value bytes of
-    the records every decoded side of which the reader decoded natively.
+    """``raw`` without the value bytes of the records every decoded side of which the reader
+    decoded natively, and with :data:`VALUE_BYTES` (the value's size, counted before).
 
     Those records are clean, so nothing reads their raw value again (the dirty records' samples
     and dead letters keep theirs). Carrying ~200 bytes per record through every projection of
     the decoding costs more than the decoding itself. A table that shows the raw value
     (``__raw_value__``) keeps it. A reader that shed the value itself (:func:`native_reading`)
-    has counted its size already.
+    has counted the sizes already, and then ``raw`` is returned as it is.
     """
     from pyspark.sql import functions as F
 
+    if VALUE_BYTES in raw.columns:
+        return raw
     value = F.col("value")
-    has_value = value.isNotNull()
-    if _native("value") in natives:  # a natively decoded record has a value, shed or not
-        has_value = has_value | F.col(_native("value")).isNotNull()
-    size = F.col(VALUE_BYTES)
-    if VALUE_BYTES not in raw.columns:
-        size = F.coalesce(F.length("value"), F.lit(0))
     sides = [side for side, *_ in _sides(spec)]
     shown = any(
         METADATA_FIELDS.get(c.metadata_key or c.name) == "value" for c in spec.metadata_columns
@@ -380,10 +374,19 @@ def _shed_native_values(spec: KafkaTableSpec, raw: DataFrame, natives: set[str])
     if not shown and sides and all(_native(side) in natives for side in sides):
         decoded = [F.col(_native(side)).isNotNull() for side in sides]
         value = F.when(~reduce(operator.and_, decoded), value)
-    others = [_quoted(c) for c in raw.columns if c not in ("value", VALUE_BYTES)]
-    return raw.select(
-        *others, value.alias("value"), has_value.alias(_HAS_VALUE), size.alias(VALUE_BYTES)
-    )
+    others = [_quoted(c) for c in raw.columns if c != "value"]
+    size = F.coalesce(F.length("value"), F.lit(0))
+    return raw.select(*others, value.alias("value"), size.alias(VALUE_BYTES))
+
+
+def _has_value(natives: set[str]) -> SparkColumn:
+    """Whether a record has a value (a natively decoded one has, shed or not)."""
+    from pyspark.sql import functions as F
+
+    has_value = F.col("value").isNotNull()
+    if _native("value") in natives:
+        has_value = has_value | F.col(_native("value")).isNotNull()
+    return has_value
 
 
 def _changelog_rows(decoded: DataFrame) -> tuple[DataFrame, SparkColumn, SparkColumn, SparkColumn]:

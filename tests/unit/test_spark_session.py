@@ -46,10 +46,12 @@ def test_the_module_imports_neither_dagster_nor_pyspark() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_local_config_adds_jvm_options_only_for_short_runs(cache: Path) -> None:
-    assert "spark.driver.extraJavaOptions" not in session.local_spark_config()
+def test_local_config_adds_jvm_options_for_arrow_and_for_short_runs(cache: Path) -> None:
+    options = session.local_spark_config()["spark.driver.extraJavaOptions"]
+    assert options == session.ARROW_JVM_OPTIONS
+    assert "-Darrow.enable_unsafe_memory_access=true" in options
     options = session.local_spark_config(short_runs=True)["spark.driver.extraJavaOptions"]
-    assert options.startswith(session.SHORT_RUN_JVM_OPTIONS)
+    assert options.startswith(f"{session.ARROW_JVM_OPTIONS} {session.SHORT_RUN_JVM_OPTIONS}")
 
 
 def test_without_an_archive_the_session_writes_one_of_its_own(cache: Path) -> None:
