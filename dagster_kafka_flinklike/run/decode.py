@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._spark_session import per_session
 from ..source.records import (
     ERROR,
     PROVENANCE,
@@ -89,7 +90,11 @@ class InputCounts:
         from pyspark.sql import Observation
 
         observation = Observation()
-        observed = decoded.observe(observation, *_stat_columns(kept, late))
+        if kept is None and late is None:  # the same aggregates in every run without a window
+            columns = per_session(decoded.sparkSession, ("input_stats",), _stat_columns)
+        else:
+            columns = _stat_columns(kept, late)
+        observed = decoded.observe(observation, *columns)
         return observed, cls(decoded, observation, bounds=(kept, late))
 
     @property

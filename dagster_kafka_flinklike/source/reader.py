@@ -81,6 +81,15 @@ _SIZE_SAMPLE = 64  # records sampled per batch to estimate the record size
 _RECORD_OVERHEAD = 128  # bytes per consumed message beyond its value (object, key, metadata)
 
 
+def _fields_module() -> Any:
+    """The compiled extraction of message fields (``_messages``), or None without it."""
+    try:
+        from . import _messages
+    except ImportError:
+        return None
+    return _messages
+
+
 def column_name(field: str) -> str:
     """The raw DataFrame column of a record field (``timestamp-type`` → ``timestamp_type``)."""
     return field.replace("-", "_")
@@ -226,6 +235,7 @@ class _BatchBuilder:
         self._timestamp = pa.timestamp("us", tz="UTC")
         self._counting = pa.array([], pa.int64())
         self._message = Message
+        self._native = _fields_module()
 
     def _offsets(self, records: list[Any]) -> pa.Array:
         import pyarrow as pa
@@ -266,17 +276,25 @@ class _BatchBuilder:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        message = self._message
-        if field == "value":
-            return pa.array(list(map(message.value, records)), pa.binary())
-        if field == "key":
-            return pa.array(list(map(message.key, records)), pa.binary())
+        message, native = self._message, self._native
+        if field in ("value", "key"):
+            method = message.value if field == "value" else message.key
+            if native is not None:
+                validity, offsets, data = native.binaries(records, method)
+                buffers = [None if validity is None else pa.py_buffer(validity)]
+                buffers += [pa.py_buffer(offsets), pa.py_buffer(data)]
+                return pa.Array.from_buffers(pa.binary(), len(records), buffers)
+            return pa.array(list(map(method, records)), pa.binary())
         if field == "offset":
             return self._offsets(records)
         if field == "topic":
             return pa.repeat(self._topic, len(records))
         if field == "partition":
             return pa.repeat(self._partition, len(records))
+        if field == "timestamp" and native is not None:
+            validity, micros = native.timestamps(records, message.timestamp)
+            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(micros)]
+            return pa.Array.from_buffers(self._timestamp, len(records), buffers)
         if field in ("timestamp", "timestamp-type"):
             if not stamps:
                 stamps.extend(map(message.timestamp, records))

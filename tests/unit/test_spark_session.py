@@ -94,3 +94,24 @@ def test_without_java_only_the_plain_options(
 ) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     assert session.short_run_jvm_options() == session.SHORT_RUN_JVM_OPTIONS
+
+
+def test_per_session_builds_once_per_session_and_key() -> None:
+    class Session:  # any object a weak reference can name
+        pass
+
+    first, second = Session(), Session()
+    built: list[str] = []
+
+    def build(name: str) -> list[str]:
+        built.append(name)
+        return [name]
+
+    a = session.per_session(first, ("k", 1), lambda: build("a"))
+    assert session.per_session(first, ("k", 1), lambda: build("again")) is a
+    assert session.per_session(first, ("k", 2), lambda: build("b")) == ["b"]
+    assert session.per_session(second, ("k", 1), lambda: build("c")) == ["c"]
+    assert built == ["a", "b", "c"]
+    # What cannot be referenced weakly is built every time.
+    assert session.per_session(3, ("k", 1), lambda: build("d")) == ["d"]
+    assert session.per_session(3, ("k", 1), lambda: build("e")) == ["e"]
