@@ -15,7 +15,8 @@ A format module has
   evaluate, so callers can drop them without decoding twice).
 - optionally ``native_decoder(columns, options) -> callable | None``: a decoder of a whole
   Arrow batch of raw bytes into a struct of the ``columns`` (null where a record needs
-  ``decode_stages``), which the reader's tasks run where the bytes already are (``json``).
+  ``decode_stages``), which the reader's tasks run where the bytes already are (``json``,
+  ``csv``).
 - ``encode(fields, options) -> bytes``: ``fields`` are (Spark column, :class:`Column`) pairs.
 
 A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``maxwell-json``,

@@ -6,7 +6,7 @@ Flink's JSON format gives (see :mod:`.json`); every other record is left null, a
 :func:`.json.decode_stages` decodes it with the full semantics: errors, numbers written as
 strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the faster first:
 
-- The record scanner (``_json_scan``, C, built with the package where a compiler is) decodes the
+- The record scanner (``_text_scan``, C, built with the package where a compiler is) decodes the
   records of a flat table one by one into Arrow buffers: JSON strings into text columns, ``true``
   and ``false``, integers in range, numbers into DOUBLE and FLOAT, exact decimals. A record with
   anything else (see its source) is left to the next decoder, alone.
@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, spark_type
+from ._scanners import scan_columns, scanned, scanner, struct_type
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -39,58 +40,6 @@ _PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "
 _TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 #: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
 _NON_NUMBERS = (b"NaN", b"Infinity")
-#: The record scanner's column kinds (see ``_json_scan.c``); TIMESTAMP and TIMESTAMP_LTZ by
-#: ``timestamp-format.standard`` in :data:`_SCAN_TIMESTAMPS`.
-_SCAN_KINDS = {
-    **dict.fromkeys(_TEXT, "s"),
-    "DATE": "D",
-    "TIME": "C",
-    "BOOLEAN": "b",
-    "TINYINT": "B",
-    "SMALLINT": "H",
-    "INT": "I",
-    "BIGINT": "L",
-    "FLOAT": "f",
-    "DOUBLE": "d",
-    "DECIMAL": "m",
-}
-_SCAN_TIMESTAMPS = {
-    "SQL": {"TIMESTAMP": "t", "TIMESTAMP_LTZ": "z"},
-    "ISO-8601": {"TIMESTAMP": "T", "TIMESTAMP_LTZ": "Z"},
-}
-_SCAN_MAX_COLUMNS = 64
-
-
-def _scanner() -> Any:
-    """The compiled record scanner, or None where the package was installed without it."""
-    try:
-        from . import _json_scan
-    except ImportError:
-        return None
-    return _json_scan
-
-
-def _scan_columns(
-    columns: Sequence[Column], standard: str
-) -> tuple[tuple[bytes, str, int, int], ...] | None:
-    """The scanner's description of a flat table's columns, or None when it cannot scan them."""
-    if len(columns) > _SCAN_MAX_COLUMNS:
-        return None
-    kinds = {**_SCAN_KINDS, **_SCAN_TIMESTAMPS[standard]}
-    described = []
-    for c in columns:
-        kind = kinds.get(c.flink_type.name)
-        if kind is None:
-            return None
-        precision, scale = 0, 0
-        if kind == "m":
-            params = c.flink_type.params
-            precision = params[0] if params else 10
-            scale = params[1] if len(params) > 1 else 0
-        described.append((c.name.encode(), kind, precision, scale))
-    return tuple(described)
-
-
 def _covered(t: FlinkType, top: bool) -> bool:
     if t.name in _PARSED:
         return True
@@ -134,7 +83,6 @@ class NativeJson:
 
     def __init__(self, columns: Sequence[Column], standard: str) -> None:
         import pyarrow as pa
-        from pyspark.sql import types as T
         from pyspark.sql.pandas.types import to_arrow_type
 
         from .json import _DATE, _TIME, _TIMESTAMP
@@ -142,16 +90,14 @@ class NativeJson:
         self.names = [c.name for c in columns]
         self.types = [c.flink_type for c in columns]
         #: The struct's Spark type: what the per-record decoding gives for the same columns.
-        self.spark_type = T.StructType(
-            [T.StructField(c.name, spark_type(c.flink_type)) for c in columns]
-        )
+        self.spark_type = struct_type(columns)
         #: The Arrow type of the decoded struct (Spark's mapping of :attr:`spark_type`).
         self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
         #: What Arrow's parser reads each column as (temporal types as text), built once here
         #: instead of per batch.
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
         #: The record scanner's columns, when it is built and the table is flat.
-        self.scan_columns = _scan_columns(columns, standard) if _scanner() is not None else None
+        self.scan_columns = scan_columns(columns, standard)
         timestamp = _TIMESTAMP[standard]
         self.patterns = {
             "DATE": _DATE,
@@ -180,20 +126,8 @@ class NativeJson:
         import pyarrow.compute as pc
 
         n = len(values)
-        validity, offsets, data = values.buffers()
-        assert self.scan_columns is not None and offsets is not None and data is not None
         try:
-            scanned, buffers = _scanner().scan(
-                validity, offsets, data, values.offset, n, self.scan_columns
-            )
-            decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(scanned)])
-            arrays = [
-                pa.Array.from_buffers(field.type, n, [pa.py_buffer(b) for b in parts])
-                for field, parts in zip(self.arrow_type, buffers, strict=True)
-            ]
-            struct = pa.StructArray.from_arrays(
-                arrays, fields=list(self.arrow_type), mask=pc.invert(decoded)
-            )
+            struct, decoded = scanned(values, self.arrow_type, scanner().scan, self.scan_columns)
         except pa.ArrowException:  # never fail the reading task: decode per record
             return pa.nulls(n, self.arrow_type)
         if decoded.true_count == n:

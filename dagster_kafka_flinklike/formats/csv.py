@@ -1,4 +1,6 @@
-"""The ``csv`` format: one CSV row per record, read with ``from_csv``, written with ``to_csv``.
+"""The ``csv`` format: one CSV row per record, read with ``from_csv``, written with ``to_csv``;
+the reading tasks decode the records of a flat table with a record scanner where the bytes are
+(:mod:`._scanners`), and ``from_csv`` reads only those it leaves.
 
 Decoding follows Flink's CSV format:
 
@@ -32,6 +34,8 @@ from .json import Stager, first_error, leaf, leaf_error, leaf_value, timestamp_t
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
+
+    from ._scanners import NativeCsv
 
 CORRUPT = "__dkf_corrupt_record"
 #: Text Spark reads as NULL; never written by a user, so only empty fields read as Spark NULL.
@@ -226,6 +230,17 @@ def decode_stages(
     return stager.stages, result
 
 
+def native_decoder(
+    columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
+) -> NativeCsv | None:
+    """A decoder of whole Arrow batches of values (the record scanner, C) that the reader's
+    tasks run where the bytes are; None when ``columns`` need the per-record decoding only (see
+    :mod:`._scanners`). A record it leaves null goes through :func:`decode_stages`."""
+    from ._scanners import csv_decoder
+
+    return csv_decoder(columns, _settings(options))
+
+
 def _finish(
     raw: SparkColumn,
     struct: SparkColumn,
@@ -299,4 +314,4 @@ def encode(
     return text.cast("binary")
 
 
-__all__ = ["decode", "decode_stages", "encode", "skipped"]
+__all__ = ["decode", "decode_stages", "encode", "native_decoder", "skipped"]

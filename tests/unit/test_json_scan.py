@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagster_kafka_flinklike.formats import native_decoder
-from dagster_kafka_flinklike.formats._arrow_json import NativeJson, _scanner
+from dagster_kafka_flinklike.formats._arrow_json import NativeJson
+from dagster_kafka_flinklike.formats._scanners import scanner
 from dagster_kafka_flinklike.options import Column
 
 FLAT = [
@@ -45,7 +46,7 @@ def scanned(values: list[bytes | None], columns: list[Column] = FLAT) -> list[bo
     assert found.scan_columns is not None
     array = pa.array(values, pa.binary())
     validity, offsets, data = array.buffers()
-    bitmap, _ = _scanner().scan(
+    bitmap, _ = scanner().scan(
         validity, offsets, data, array.offset, len(array), found.scan_columns
     )
     return pa.Array.from_buffers(pa.bool_(), len(array), [None, pa.py_buffer(bitmap)]).to_pylist()
@@ -64,7 +65,7 @@ def arrow_only(values: list[bytes | None], columns: list[Column] = FLAT) -> list
 
 
 def test_the_scanner_is_built_and_scans_flat_tables() -> None:
-    assert _scanner() is not None, "the C record scanner was not built (make env builds it)"
+    assert scanner() is not None, "the C record scanner was not built (make env builds it)"
     assert decoder().scan_columns is not None
     assert decoder([Column("tags", "ARRAY<STRING>")]).scan_columns is None  # nested: Arrow only
     assert decoder([Column(f"c{i}", "INT") for i in range(65)]).scan_columns is None

@@ -1,9 +1,9 @@
 /*
- * The json format's record scanner: a batch of JSON values (an Arrow binary array's buffers)
- * into Arrow buffers of a flat table's columns, one pass over the bytes, no Python objects per
- * record.
+ * The text formats' record scanners (json, csv): a batch of values (an Arrow binary array's
+ * buffers) into Arrow buffers of a flat table's columns, one pass over the bytes, no Python
+ * objects per record.
  *
- * It decodes a record only when the result is certainly the one Flink's JSON format gives, and
+ * json: it decodes a record only when the result is certainly the one Flink's JSON format gives, and
  * otherwise leaves the whole record undecoded (its bit in the returned bitmap is 0) for the
  * broader decodings after it: a value that is not exactly one JSON object, malformed JSON
  * anywhere in it (also in fields the table does not declare), invalid UTF-8, a declared field
@@ -23,6 +23,14 @@
  *       microsecond dropped)
  *
  * A JSON null, or a field the record does not have, is a null value.
+ *
+ * csv: a record of exactly the table's number of fields, split at the field delimiter, each
+ * field plain or wholly quoted (a doubled quote inside is one quote). It leaves a record with a
+ * line break or a control character inside, the escape character, a quote character inside an
+ * unquoted field, invalid UTF-8, a comment, or a field whose text is not in the canonical form
+ * of its column's kind (the same kinds as above, read from text: an integer's digits, a JSON
+ * number, true or false; TIMESTAMP_LTZ with or without its "Z"). A field equal to the null
+ * literal is a null value. One trailing line break is not part of the record.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -681,6 +689,210 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
     return 0;
 }
 
+typedef struct {
+    uint8_t delimiter;
+    int quote;  /* -1: none */
+    int escape; /* -1: none */
+    const char *null_literal; /* NULL: none */
+    Py_ssize_t null_length;
+    int comments;
+} Csv;
+
+/* A whole text [p, p + n) as the one JSON number it must be. */
+static int text_number(const uint8_t *p, Py_ssize_t n, Number *number) {
+    Cursor c = {p, p + n};
+    if (scan_number(&c, number) < 0 || c.p != c.end)
+        return -1;
+    return 0;
+}
+
+/* A CSV field's text (unquoted) into row `row` of `col`: 0, -1 when the record is left. */
+static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t row) {
+    char *slot = col->values ? col->values + row * col->width : NULL;
+    switch (col->kind) {
+    case 's':
+        if (reserve(&col->text, n) < 0)
+            return -2;
+        memcpy(col->text.data + col->text.used, p, (size_t)n);
+        col->text.used += n;
+        break;
+    case 'C': {
+        int64_t ignored;
+        if (temporal_value('C', (const char *)p, n, &ignored) < 0)
+            return -1;
+        if (reserve(&col->text, n) < 0)
+            return -2;
+        memcpy(col->text.data + col->text.used, p, (size_t)n);
+        col->text.used += n;
+        break;
+    }
+    case 'D': case 't': case 'T': case 'z': case 'Z': {
+        int64_t value;
+        char kind = col->kind;
+        if (kind == 'z' && (n == 0 || p[n - 1] != 'Z'))
+            kind = 't'; /* csv: TIMESTAMP_LTZ with or without its Z, UTC either way */
+        if (temporal_value(kind, (const char *)p, n, &value) < 0)
+            return -1;
+        if (kind == 'D') {
+            int32_t days = (int32_t)value;
+            memcpy(slot, &days, 4);
+        } else {
+            memcpy(slot, &value, 8);
+        }
+        break;
+    }
+    case 'b':
+        if (n == 4 && memcmp(p, "true", 4) == 0)
+            set_bit((uint8_t *)col->values, row);
+        else if (n == 5 && memcmp(p, "false", 5) == 0)
+            clear_bit((uint8_t *)col->values, row);
+        else
+            return -1;
+        break;
+    case 'd': case 'f': case 'm': {
+        Number number;
+        if (text_number(p, n, &number) < 0)
+            return -1;
+        if (col->kind == 'm') {
+            if (decimal_value(&number, col->precision, col->scale, slot) < 0)
+                return -1;
+        } else {
+            double value;
+            if (number_double(&number, col->kind == 'f', &value) < 0)
+                return -1;
+            if (col->kind == 'f') {
+                float f = (float)value;
+                memcpy(slot, &f, 4);
+            } else {
+                memcpy(slot, &value, 8);
+            }
+        }
+        break;
+    }
+    default: { /* integers: digits, leading zeros allowed, as Spark casts text */
+        int negative = n > 0 && p[0] == '-';
+        if (n - negative < 1)
+            return -1;
+        for (Py_ssize_t i = negative; i < n; i++)
+            if (p[i] < '0' || p[i] > '9')
+                return -1;
+        Number number = {0};
+        number.negative = negative;
+        number.int_digits = p + negative;
+        number.n_int = (int)(n - negative);
+        int64_t value;
+        if (integer_value(&number, col->kind, &value) < 0)
+            return -1;
+        switch (col->width) {
+        case 1: { int8_t v = (int8_t)value; memcpy(slot, &v, 1); break; }
+        case 2: { int16_t v = (int16_t)value; memcpy(slot, &v, 2); break; }
+        case 4: { int32_t v = (int32_t)value; memcpy(slot, &v, 4); break; }
+        default: memcpy(slot, &value, 8); break;
+        }
+    }
+    }
+    set_bit(col->valid, row);
+    return 0;
+}
+
+/* One CSV record into row `row`: 0 decoded, -1 left undecoded, -2 out of memory. */
+static int scan_csv_record(const uint8_t *p, const uint8_t *end, Column *cols, int n_cols,
+                           Py_ssize_t row, const Csv *csv, Buffer *scratch) {
+    if (end > p && end[-1] == '\n') { /* one trailing line break */
+        end--;
+        if (end > p && end[-1] == '\r')
+            end--;
+    }
+    if (p == end || (csv->comments && *p == '#'))
+        return -1; /* yields no row: decoded per record */
+    int field = 0;
+    const uint8_t *q = p;
+    for (;;) {
+        if (field >= n_cols)
+            return -1; /* more fields */
+        const uint8_t *text;
+        Py_ssize_t length;
+        if (csv->quote >= 0 && q < end && *q == csv->quote) {
+            scratch->used = 0;
+            q++;
+            for (;;) {
+                const uint8_t *run = q;
+                while (q < end && *q != csv->quote && *q >= 0x20 && *q < 0x80 &&
+                       (int)*q != csv->escape)
+                    q++;
+                if (reserve(scratch, q - run + 4) < 0)
+                    return -2;
+                memcpy(scratch->data + scratch->used, run, (size_t)(q - run));
+                scratch->used += q - run;
+                if (q >= end || (int)*q == csv->escape || (*q < 0x20 && *q != '\t'))
+                    return -1;
+                if (*q == '\t' || *q >= 0x80) {
+                    int n = *q == '\t' ? 1 : utf8_sequence(q, end);
+                    if (n == 0)
+                        return -1;
+                    memcpy(scratch->data + scratch->used, q, (size_t)n);
+                    scratch->used += n;
+                    q += n;
+                    continue;
+                }
+                /* a quote: doubled, or the end of the field */
+                if (q + 1 < end && q[1] == csv->quote) {
+                    scratch->data[scratch->used++] = (char)csv->quote;
+                    q += 2;
+                    continue;
+                }
+                q++;
+                break;
+            }
+            if (q < end && *q != csv->delimiter)
+                return -1; /* text after the closing quote */
+            text = (const uint8_t *)scratch->data;
+            length = scratch->used;
+        } else {
+            text = q;
+            while (q < end && *q != csv->delimiter) {
+                uint8_t b = *q;
+                if ((int)b == csv->quote || (int)b == csv->escape || (b < 0x20 && b != '\t'))
+                    return -1;
+                if (b >= 0x80) {
+                    int n = utf8_sequence(q, end);
+                    if (n == 0)
+                        return -1;
+                    q += n;
+                } else {
+                    q++;
+                }
+            }
+            length = q - text;
+        }
+        Column *col = &cols[field];
+        if (!(csv->null_literal != NULL && length == csv->null_length &&
+              memcmp(text, csv->null_literal, (size_t)length) == 0)) {
+            int r = text_value(col, text, length, row);
+            if (r < 0)
+                return r;
+        }
+        field++;
+        if (q >= end)
+            break;
+        q++; /* the delimiter */
+        if (q == end) {
+            if (field >= n_cols)
+                return -1;
+            /* a last, empty field */
+            Column *last = &cols[field];
+            if (!(csv->null_literal != NULL && csv->null_length == 0)) {
+                int r = text_value(last, q, 0, row);
+                if (r < 0)
+                    return r;
+            }
+            field++;
+            break;
+        }
+    }
+    return field == n_cols ? 0 : -1;
+}
+
 static inline int find_column(Column *cols, int n_cols, int hint, const uint8_t *key,
                               Py_ssize_t length) {
     for (int k = 0; k < n_cols; k++) {
@@ -773,19 +985,10 @@ static PyObject *as_bytes(const void *data, Py_ssize_t size) {
     return PyBytes_FromStringAndSize((const char *)data, size);
 }
 
-PyDoc_STRVAR(scan_doc,
-    "scan(validity, offsets, data, offset, length, columns) -> (decoded, [buffers per column])\n\n"
-    "Decode `length` JSON values of an Arrow binary array (its buffers; validity may be None;\n"
-    "`offset` is the array's offset) into the flat `columns`: (name: bytes, kind: str,\n"
-    "precision: int, scale: int) each. `decoded` is a bitmap of the records decoded; each\n"
-    "column's buffers are (validity bitmap, values) or, for strings, (validity, offsets, bytes).");
-
-static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *validity_obj, *offsets_obj, *data_obj, *columns_obj;
-    Py_ssize_t offset, length;
-    if (!PyArg_ParseTuple(args, "OOOnnO", &validity_obj, &offsets_obj, &data_obj, &offset, &length,
-                          &columns_obj))
-        return NULL;
+/* A batch through the json scanner (csv NULL) or the csv one. */
+static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObject *data_obj,
+                            Py_ssize_t offset, Py_ssize_t length, PyObject *columns_obj,
+                            const Csv *csv) {
     if (!PyTuple_Check(columns_obj) || PyTuple_GET_SIZE(columns_obj) > MAX_COLUMNS) {
         PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
         return NULL;
@@ -873,6 +1076,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    Buffer scratch = {0};
 
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -884,9 +1088,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (present) {
             for (int j = 0; j < n_cols; j++)
                 marks[j] = cols[j].text.used;
-            Cursor c = {(const uint8_t *)data.buf + starts[at],
-                        (const uint8_t *)data.buf + starts[at + 1]};
-            r = scan_record(&c, cols, n_cols, i);
+            const uint8_t *start = (const uint8_t *)data.buf + starts[at];
+            const uint8_t *stop = (const uint8_t *)data.buf + starts[at + 1];
+            if (csv != NULL) {
+                r = scan_csv_record(start, stop, cols, n_cols, i, csv, &scratch);
+            } else {
+                Cursor c = {start, stop};
+                r = scan_record(&c, cols, n_cols, i);
+            }
             if (r == -2) {
                 failed = 1;
                 break;
@@ -911,6 +1120,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    free(scratch.data);
     if (failed == 1) {
         PyErr_NoMemory();
         goto done;
@@ -954,18 +1164,65 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(scan_doc,
+    "scan(validity, offsets, data, offset, length, columns) -> (decoded, [buffers per column])\n\n"
+    "Decode `length` JSON values of an Arrow binary array (its buffers; validity may be None;\n"
+    "`offset` is the array's offset) into the flat `columns`: (name: bytes, kind: str,\n"
+    "precision: int, scale: int) each. `decoded` is a bitmap of the records decoded; each\n"
+    "column's buffers are (validity bitmap, values) or, for strings, (validity, offsets, bytes).");
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *validity, *offsets, *data, *columns;
+    Py_ssize_t offset, length;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnO", &validity, &offsets, &data, &offset, &length, &columns))
+        return NULL;
+    return scan_batch(validity, offsets, data, offset, length, columns, NULL);
+}
+
+PyDoc_STRVAR(scan_csv_doc,
+    "scan_csv(validity, offsets, data, offset, length, columns, delimiter, quote, escape,\n"
+    "         null_literal, comments) -> (decoded, [buffers per column])\n\n"
+    "As scan(), for CSV records: `columns` in the record's field order; `quote` and `escape`\n"
+    "are byte values or -1 for none, `null_literal` bytes or None, `comments` a bool.");
+
+static PyObject *scan_csv(PyObject *self, PyObject *args) {
+    PyObject *validity, *offsets, *data, *columns, *null_literal;
+    Py_ssize_t offset, length;
+    int delimiter, quote, escape, comments;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnOiiiOp", &validity, &offsets, &data, &offset, &length,
+                          &columns, &delimiter, &quote, &escape, &null_literal, &comments))
+        return NULL;
+    if (delimiter < 0 || delimiter > 0x7F || quote > 0x7F || escape > 0x7F) {
+        PyErr_SetString(PyExc_ValueError, "the delimiter, quote and escape must be ASCII");
+        return NULL;
+    }
+    Csv csv = {(uint8_t)delimiter, quote, escape, NULL, 0, comments};
+    if (null_literal != Py_None) {
+        if (!PyBytes_Check(null_literal)) {
+            PyErr_SetString(PyExc_TypeError, "null_literal must be bytes or None");
+            return NULL;
+        }
+        csv.null_literal = PyBytes_AS_STRING(null_literal);
+        csv.null_length = PyBytes_GET_SIZE(null_literal);
+    }
+    return scan_batch(validity, offsets, data, offset, length, columns, &csv);
+}
+
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
+    {"scan_csv", scan_csv, METH_VARARGS, scan_csv_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {
-    PyModuleDef_HEAD_INIT, "_json_scan",
-    "The json format's record scanner: JSON values into Arrow buffers of a flat table.", -1,
-    METHODS,
+    PyModuleDef_HEAD_INIT, "_text_scan",
+    "The text formats' record scanners: JSON and CSV values into Arrow buffers of a flat table.",
+    -1, METHODS, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__json_scan(void) {
+PyMODINIT_FUNC PyInit__text_scan(void) {
     for (int b = 0; b < 256; b++)
         SPECIAL[b] = (uint8_t)(b == '"' || b == '\\' || b < 0x20 || b >= 0x80);
     return PyModule_Create(&MODULE);

@@ -1,0 +1,147 @@
+"""The text formats' record scanners (``_text_scan.c``) from Python: which flat tables they
+read, and the struct of a batch they give. A record a scanner leaves is null in that struct and
+goes on to the next decoding (for ``json`` Arrow's parser, then the per-record decoding; for
+``csv`` the per-record decoding), which gives Flink's result for it.
+
+The scanners are a C module built with the package where a compiler is; without it every table
+decodes the way it would with records the scanners leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, spark_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+#: Column kinds (see ``_text_scan.c``); TIMESTAMP and TIMESTAMP_LTZ by the text's standard.
+_KINDS = {
+    **dict.fromkeys(("STRING", "VARCHAR", "CHAR"), "s"),
+    "DATE": "D",
+    "TIME": "C",
+    "BOOLEAN": "b",
+    "TINYINT": "B",
+    "SMALLINT": "H",
+    "INT": "I",
+    "BIGINT": "L",
+    "FLOAT": "f",
+    "DOUBLE": "d",
+    "DECIMAL": "m",
+}
+_TIMESTAMPS = {
+    "SQL": {"TIMESTAMP": "t", "TIMESTAMP_LTZ": "z"},
+    "ISO-8601": {"TIMESTAMP": "T", "TIMESTAMP_LTZ": "Z"},
+}
+MAX_COLUMNS = 64
+
+#: A scanner's description of a column: name, kind, DECIMAL precision and scale.
+ScanColumn = tuple[bytes, str, int, int]
+
+
+def scanner() -> Any:
+    """The compiled scanners, or None where the package was installed without them."""
+    try:
+        from . import _text_scan
+    except ImportError:
+        return None
+    return _text_scan
+
+
+def scan_columns(columns: Sequence[Column], standard: str) -> tuple[ScanColumn, ...] | None:
+    """The scanners' description of a flat table's columns (``standard``: how its timestamps
+    are written, SQL or ISO-8601), or None when they cannot read them or are not built."""
+    if scanner() is None or not columns or len(columns) > MAX_COLUMNS:
+        return None
+    kinds = {**_KINDS, **_TIMESTAMPS[standard]}
+    described = []
+    for c in columns:
+        kind = kinds.get(c.flink_type.name)
+        if kind is None:
+            return None
+        precision, scale = 0, 0
+        if kind == "m":
+            params = c.flink_type.params
+            precision = params[0] if params else 10
+            scale = params[1] if len(params) > 1 else 0
+        described.append((c.name.encode(), kind, precision, scale))
+    return tuple(described)
+
+
+def struct_type(columns: Sequence[Column]) -> Any:
+    """The Spark struct of the table's columns: what the per-record decoding gives."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(c.name, spark_type(c.flink_type)) for c in columns])
+
+
+def scanned(
+    values: pa.Array, arrow_type: pa.StructType, scan: Any, *arguments: Any
+) -> tuple[pa.StructArray, pa.BooleanArray]:
+    """``scan`` (a function of the scanners) over ``values``: the struct of ``arrow_type``,
+    null where a record was left, and which records it decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(values)
+    validity, offsets, data = values.buffers()
+    assert offsets is not None and data is not None
+    bitmap, buffers = scan(validity, offsets, data, values.offset, n, *arguments)
+    decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bitmap)])
+    arrays = [
+        pa.Array.from_buffers(field.type, n, [pa.py_buffer(b) for b in parts])
+        for field, parts in zip(arrow_type, buffers, strict=True)
+    ]
+    struct = pa.StructArray.from_arrays(arrays, fields=list(arrow_type), mask=pc.invert(decoded))
+    return struct, decoded
+
+
+class NativeCsv:
+    """Decodes a batch of CSV values into a struct of the table's columns with the scanner;
+    null where a record needs the per-record decoding (picklable: built on the driver, run in
+    the tasks)."""
+
+    def __init__(self, columns: Sequence[Column], settings: Mapping[str, Any]) -> None:
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        described = scan_columns(columns, "SQL")
+        assert described is not None
+        self.columns = described
+        #: The struct's Spark type: what the per-record decoding gives for the same columns.
+        self.spark_type = struct_type(columns)
+        self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
+        quote, escape = settings.get("quote-character"), settings.get("escape-character")
+        literal = settings.get("null-literal")
+        self.arguments = (
+            ord(settings["field-delimiter"]),
+            -1 if quote is None else ord(quote),
+            -1 if escape is None else ord(escape),
+            None if literal is None else str(literal).encode(),
+            bool(settings["allow-comments"]),
+        )
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        try:
+            struct, _ = scanned(
+                values, self.arrow_type, scanner().scan_csv, self.columns, *self.arguments
+            )
+        except pa.ArrowException:  # never fail the reading task: decode per record
+            return pa.nulls(len(values), self.arrow_type)
+        return struct
+
+
+def csv_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> NativeCsv | None:
+    """The scanner of a flat CSV table, or None when the table needs the per-record decoding
+    for every record (nested columns, a delimiter, quote or escape that is not one ASCII
+    character, or no scanners built)."""
+    characters = [settings.get(k) for k in ("field-delimiter", "quote-character")]
+    characters.append(settings.get("escape-character"))
+    if any(c is not None and (len(str(c)) != 1 or ord(str(c)) > 0x7F) for c in characters):
+        return None
+    if settings.get("field-delimiter") is None or scan_columns(columns, "SQL") is None:
+        return None
+    return NativeCsv(columns, settings)

@@ -1,0 +1,31 @@
+"""The text formats' record scanners (``_text_scan.c``)."""
+
+from typing import Any
+
+def scan(
+    validity: Any,
+    offsets: Any,
+    data: Any,
+    offset: int,
+    length: int,
+    columns: tuple[tuple[bytes, str, int, int], ...],
+) -> tuple[bytes, list[tuple[bytes, ...]]]:
+    """Decode ``length`` JSON values of an Arrow binary array (its buffers) into the flat
+    ``columns`` (name, kind, precision, scale): a bitmap of the records decoded, and each
+    column's Arrow buffers."""
+
+def scan_csv(
+    validity: Any,
+    offsets: Any,
+    data: Any,
+    offset: int,
+    length: int,
+    columns: tuple[tuple[bytes, str, int, int], ...],
+    delimiter: int,
+    quote: int,
+    escape: int,
+    null_literal: bytes | None,
+    comments: bool,
+) -> tuple[bytes, list[tuple[bytes, ...]]]:
+    """As :func:`scan`, for CSV records (``columns`` in field order; ``quote`` and ``escape``
+    byte values or -1 for none)."""
