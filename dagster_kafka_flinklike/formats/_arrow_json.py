@@ -40,6 +40,8 @@ _PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "
 _TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 #: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
 _NON_NUMBERS = (b"NaN", b"Infinity")
+
+
 def _covered(t: FlinkType, top: bool) -> bool:
     if t.name in _PARSED:
         return True

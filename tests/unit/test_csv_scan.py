@@ -34,8 +34,7 @@ def decode(values: list[bytes | None], columns: list[Column] = COLUMNS, **option
 
 def test_flat_records_decode_into_the_declared_types() -> None:
     record = (
-        b'-7,"Ada, ""the"" first",1.5e-3,12.50,true,2021-03-24 10:00:00.5,'
-        b"2021-03-24 10:00:00\n"
+        b'-7,"Ada, ""the"" first",1.5e-3,12.50,true,2021-03-24 10:00:00.5,2021-03-24 10:00:00\n'
     )
     (row,) = decode([record])
     assert row == {
