@@ -330,9 +330,16 @@ class BackgroundSession:
     the session again and sees the error itself.
     """
 
-    def __init__(self, config: Mapping[str, Any], *, warm_workers: bool = True) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        warm_workers: bool = True,
+        build: Callable[[], SparkSession] | None = None,
+    ) -> None:
         self.config = dict(config)
         self.warm_workers = warm_workers
+        self._build = build
         self.session: SparkSession | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="dkf-spark-start", daemon=True)
@@ -340,6 +347,9 @@ class BackgroundSession:
 
     def _run(self) -> None:
         try:
+            if self._build is not None:  # a Spark Connect session: no JVM, no workers here
+                self.session = self._build()
+                return
             from pyspark import SparkContext
 
             fresh = SparkContext._active_spark_context is None

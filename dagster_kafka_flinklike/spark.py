@@ -135,10 +135,11 @@ class SparkResource(PySparkResource):
     )
     start_early: bool = Field(
         default=True,
-        description="In a run that selects assets to materialize, start the (classic) session "
-        "in the background when the resource is set up instead of at its first use (runs that "
-        "select only asset checks start none); and once a local session is up, start its "
-        "Python workers in the background while the first query is planned.",
+        description="In a run that selects assets to materialize, start the session (or "
+        "connect to the Spark Connect server) in the background when the resource is set up "
+        "instead of at its first use (runs that select only asset checks start none); and once "
+        "a local session is up, start its Python workers in the background while the first "
+        "query is planned.",
     )
     remote: str | None = Field(
         default=None,
@@ -166,11 +167,22 @@ class SparkResource(PySparkResource):
         return None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        if self.remote_url() is not None:
+        run = context.dagster_run
+        # A run of selected assets, or of a whole job; not one of asset checks alone.
+        materializes = run is not None and (
+            bool(run.asset_selection) or run.asset_check_selection is None
+        )
+        remote = self.remote_url()
+        if remote is not None:
+            # Connecting imports PySpark's Spark Connect client (about half a second) and talks
+            # to the server: done meanwhile, while Dagster prepares the run's first step.
+            if self.start_early and materializes and self._spark_session is None:
+                config = self.spark_config
+                self._starting = BackgroundSession(
+                    {}, build=lambda: connect_session(remote, config), warm_workers=False
+                )
             return
         prepare_spark_environment(self.spark_config.get("spark.master"))
-        run = context.dagster_run
-        materializes = bool(run is not None and run.asset_selection)
         if self.start_early and materializes and self._spark_session is None:
             from pyspark import SparkContext
 
@@ -194,12 +206,15 @@ class SparkResource(PySparkResource):
         when :meth:`remote_url` names a server, else a classic one from ``spark_config``."""
         if self._spark_session is None:
             remote = self.remote_url()
+            if self._starting is not None:
+                early = self._starting.result()  # a failed start is raised by the build below
+                self._starting = None
+                if remote is not None and early is not None:
+                    self._spark_session = early
+                    return early
             if remote is not None:
                 self._spark_session = connect_session(remote, self.spark_config)
                 return self._spark_session
-            if self._starting is not None:
-                self._starting.result()  # a failed start is raised by the build below
-                self._starting = None
             from pyspark import SparkContext
 
             fresh = SparkContext._active_spark_context is None

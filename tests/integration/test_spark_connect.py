@@ -182,3 +182,28 @@ def test_materialize_at_least_once_with_a_remote_resource(
     assert (meta["numRecordsIn"].value, meta["numRecordsOut"].value) == (500, 250)
     assert _ids(kafka_bootstrap, sink_topic, 1, "read_uncommitted") == Counter(range(0, 500, 2))
     assert sum(_committed(kafka_bootstrap, f"connect-{source_topic}", source_topic, 2)) == 500
+
+
+def test_a_remote_resource_connects_in_the_background_as_the_run_starts(
+    spark_connect_url, connect_spark
+) -> None:
+    from dagster import asset
+
+    seen: dict[str, object] = {}
+
+    @asset
+    def probe(pyspark: SparkResource) -> None:
+        # Set up for a run that materializes: connecting started before the body ran.
+        seen["started_early"] = pyspark._starting is not None
+        spark = pyspark.spark_session
+        seen["connect"] = is_connect(spark)
+        seen["count"] = spark.range(7).count()
+        seen["same"] = pyspark.spark_session is spark
+
+    result = materialize(
+        [probe],
+        resources={"pyspark": SparkResource(remote=spark_connect_url)},
+        instance=DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    assert seen == {"started_early": True, "connect": True, "count": 7, "same": True}

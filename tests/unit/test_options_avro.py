@@ -191,3 +191,22 @@ def test_reader_record_names_follow_the_writer() -> None:
     out = aligned(reader, writer)
     assert (out["name"], out["namespace"]) == ("Order", "shop")
     assert out["fields"][0]["type"][1]["name"] == "Inner"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://a:8081", "https://a, http://b/", "ftp://x", "mock://", "sr:8081", "", 5]
+)
+def test_a_url_alone_is_checked_as_the_registry_client_checks_it(url: Any) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    from dagster_kafka_flinklike.options._registry import _check_urls
+
+    def outcome(check: Any) -> str:
+        try:
+            check()
+        except (ValueError, TypeError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return "ok"
+
+    client = outcome(lambda: SchemaRegistryClient({"url": url}))
+    assert outcome(lambda: _check_urls(url)) == client
