@@ -14,8 +14,10 @@ own Kafka source and sink as the anchor:
 - ``ratio_cold_vs_spark``: the median of the paired rounds' cold ÷ Spark ratios (each round runs
   both over the same increment, in alternating order);
 - ``connect_increment_s``: a fresh process materializing an increment against a Spark Connect
-  server (``dkf local-spark start``; ``SPARK_REMOTE`` points the run at it). Null, with a note,
-  where this installation has no ``dkf local-spark``.
+  server (``dkf local-spark start``; ``SPARK_REMOTE`` points the run at it), the median of
+  ``BENCH_RUN_ROUNDS`` after one untimed (``connect_first_s``: the server's first run starts
+  the session's Python workers). Null, with a note, where this installation has no
+  ``dkf local-spark``.
 
 The last printed line is one JSON object with these figures.
 """
@@ -300,6 +302,15 @@ def _measure(
         summary["connect_increment_s"] = None
         if url is not None:
             try:
+                # The server's first run starts the named session's Python workers and compiles
+                # the queries' code: measured, not counted (as the warm increments' first).
+                _produce_increment(bootstrap, batch, records)
+                batch += 1
+                first = _cold_materialize(
+                    bootstrap, {**env, "SPARK_REMOTE": url}, "the first run over Spark Connect"
+                )
+                summary["connect_first_s"] = round(first, 2)
+                common.log(f"connect: first run {first:.1f}s (untimed: starts the workers)")
                 connect = []
                 for n in range(rounds):
                     _produce_increment(bootstrap, batch, records)
