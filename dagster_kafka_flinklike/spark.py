@@ -15,7 +15,7 @@ from pydantic import Field, PrivateAttr
 
 from ._sessions import is_connect
 from ._spark_session import (
-    ARROW_JVM_OPTIONS,
+    CONNECTOR_JVM_OPTIONS,
     CONNECTOR_SPARK_CONFIG,
     SHORT_RUN_JVM_OPTIONS,
     SPARK_AVRO,
@@ -33,7 +33,7 @@ from ._spark_session import (
 )
 
 __all__ = [
-    "ARROW_JVM_OPTIONS",
+    "CONNECTOR_JVM_OPTIONS",
     "CONNECTOR_SPARK_CONFIG",
     "SHORT_RUN_JVM_OPTIONS",
     "SPARK_AVRO",

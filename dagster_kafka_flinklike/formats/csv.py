@@ -180,7 +180,10 @@ def _decode(
     values, errors = [], []
     for i, column in enumerate(columns):
         t = column.flink_type
-        field = _nullable(F.coalesce(parsed[f"_c{i}"], F.lit("")), literal)
+        # An empty field is an empty text; a record not parsed here (none to decode, or one the
+        # reader decoded natively) has no fields at all, and converts nothing.
+        field = F.when(parsed.isNotNull(), F.coalesce(parsed[f"_c{i}"], F.lit("")))
+        field = _nullable(field, literal)
         if t.name in CSV_NESTED:
             value, error = _convert(field, t, column.name, settings)
             value = stager.put(1, f"v{i}", value)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._spark_session import ARROW_JVM_OPTIONS
+from .._spark_session import CONNECTOR_JVM_OPTIONS
 from ..errors import EmbeddedSparkConnectError
 from ._fetch import find_java
 from ._service import (
@@ -120,7 +120,7 @@ def render_spark_properties(
         ("spark.local.dir", str(data_dir / "tmp")),
         (
             "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile=file:{log4j} {ARROW_JVM_OPTIONS}",
+            f"-Dlog4j2.configurationFile=file:{log4j} {CONNECTOR_JVM_OPTIONS}",
         ),
         ("spark.pyspark.python", python),
         ("spark.pyspark.driver.python", python),

@@ -23,7 +23,7 @@ from dagster_kafka_flinklike.local._spark_connect import (
     render_spark_properties,
 )
 from dagster_kafka_flinklike.sink.driver_stream import _client_address
-from dagster_kafka_flinklike.spark import ARROW_JVM_OPTIONS, connect_session, is_connect
+from dagster_kafka_flinklike.spark import CONNECTOR_JVM_OPTIONS, connect_session, is_connect
 from tests.unit.test_local_unit import _dead_pid, _parse_properties
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_server_properties_listen_on_loopback_with_this_python(tmp_path: Path) -
     assert props["spark.local.dir"] == str(tmp_path / "tmp")
     assert props["spark.sql.execution.arrow.maxBytesPerBatch"] == "2147483647"
     assert str(tmp_path / "log4j2.properties") in props["spark.driver.extraJavaOptions"]
-    assert ARROW_JVM_OPTIONS in props["spark.driver.extraJavaOptions"]
+    assert CONNECTOR_JVM_OPTIONS in props["spark.driver.extraJavaOptions"]
 
 
 def test_extra_properties_come_last_and_win(tmp_path: Path) -> None:

@@ -46,12 +46,13 @@ def test_the_module_imports_neither_dagster_nor_pyspark() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_local_config_adds_jvm_options_for_arrow_and_for_short_runs(cache: Path) -> None:
+def test_local_config_adds_the_connectors_jvm_options_and_those_of_short_runs(cache: Path) -> None:
     options = session.local_spark_config()["spark.driver.extraJavaOptions"]
-    assert options == session.ARROW_JVM_OPTIONS
+    assert options == session.CONNECTOR_JVM_OPTIONS
     assert "-Darrow.enable_unsafe_memory_access=true" in options
+    assert "-XX:-DontCompileHugeMethods" in options
     options = session.local_spark_config(short_runs=True)["spark.driver.extraJavaOptions"]
-    assert options.startswith(f"{session.ARROW_JVM_OPTIONS} {session.SHORT_RUN_JVM_OPTIONS}")
+    assert options.startswith(f"{session.CONNECTOR_JVM_OPTIONS} {session.SHORT_RUN_JVM_OPTIONS}")
 
 
 def test_without_an_archive_the_session_writes_one_of_its_own(cache: Path) -> None:
