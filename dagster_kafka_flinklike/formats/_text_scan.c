@@ -368,6 +368,24 @@ static int number_double(const Number *n, int as_float, double *out) {
     return 0;
 }
 
+/* After a member of an object or array: 1 when another follows (its comma passed), 0 at the
+ * closing bracket (passed), -1 otherwise. */
+static int next_member(Cursor *c, uint8_t close) {
+    skip_ws(c);
+    if (c->p >= c->end)
+        return -1;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p == close) {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
 static int skip_value(Cursor *c, int depth);
 
 static int skip_container(Cursor *c, int depth, uint8_t close) {
@@ -396,19 +414,9 @@ static int skip_container(Cursor *c, int depth, uint8_t close) {
         int r = skip_value(c, depth + 1);
         if (r < 0)
             return r;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == close) {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        r = next_member(c, close);
+        if (r <= 0)
+            return r;
     }
 }
 
@@ -601,6 +609,50 @@ static int temporal_value(char kind, const char *p, Py_ssize_t n, int64_t *out) 
     return 0;
 }
 
+/* A number into row `row` of a numeric column: -1 when it does not convert exactly. */
+static int store_number(Column *col, const Number *n, Py_ssize_t row) {
+    char *slot = col->values + row * col->width;
+    if (col->kind == 'd' || col->kind == 'f') {
+        double value;
+        if (number_double(n, col->kind == 'f', &value) < 0)
+            return -1;
+        if (col->kind == 'f') {
+            float f = (float)value;
+            memcpy(slot, &f, 4);
+        } else {
+            memcpy(slot, &value, 8);
+        }
+        return 0;
+    }
+    if (col->kind == 'm')
+        return decimal_value(n, col->precision, col->scale, slot);
+    int64_t value;
+    if (integer_value(n, col->kind, &value) < 0)
+        return -1;
+    switch (col->width) {
+    case 1: { int8_t v = (int8_t)value; memcpy(slot, &v, 1); break; }
+    case 2: { int16_t v = (int16_t)value; memcpy(slot, &v, 2); break; }
+    case 4: { int32_t v = (int32_t)value; memcpy(slot, &v, 4); break; }
+    default: memcpy(slot, &value, 8); break;
+    }
+    return 0;
+}
+
+/* A temporal text into row `row` of `col` (kind as temporal_value reads it; TIME keeps its text
+ * in the column's bytes, so only its shape is checked here). */
+static int store_temporal(Column *col, char kind, const char *p, Py_ssize_t n, Py_ssize_t row) {
+    int64_t value;
+    if (temporal_value(kind, p, n, &value) < 0)
+        return -1;
+    if (kind == 'D') {
+        int32_t days = (int32_t)value;
+        memcpy(col->values + row * 4, &days, 4);
+    } else if (kind != 'C') {
+        memcpy(col->values + row * 8, &value, 8);
+    }
+    return 0;
+}
+
 /* The value of a declared field, into row `row` of `col`. */
 static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
     if (c->p >= c->end)
@@ -628,15 +680,8 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         int r = scan_string(c, &col->text);
         if (r < 0)
             return r;
-        int64_t value = 0;
-        if (temporal_value(col->kind, col->text.data + start, col->text.used - start, &value) < 0)
+        if (store_temporal(col, col->kind, col->text.data + start, col->text.used - start, row) < 0)
             return -1;
-        if (col->kind == 'D') {
-            int32_t days = (int32_t)value;
-            memcpy(col->values + row * 4, &days, 4);
-        } else if (col->kind != 'C') {
-            memcpy(col->values + row * 8, &value, 8);
-        }
         break;
     }
     case 'b':
@@ -656,33 +701,8 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         if (b != '-' && (b < '0' || b > '9'))
             return -1;
         Number n;
-        if (scan_number(c, &n) < 0)
+        if (scan_number(c, &n) < 0 || store_number(col, &n, row) < 0)
             return -1;
-        char *slot = col->values + row * col->width;
-        if (col->kind == 'd' || col->kind == 'f') {
-            double value;
-            if (number_double(&n, col->kind == 'f', &value) < 0)
-                return -1;
-            if (col->kind == 'f') {
-                float f = (float)value;
-                memcpy(slot, &f, 4);
-            } else {
-                memcpy(slot, &value, 8);
-            }
-        } else if (col->kind == 'm') {
-            if (decimal_value(&n, col->precision, col->scale, slot) < 0)
-                return -1;
-        } else {
-            int64_t value;
-            if (integer_value(&n, col->kind, &value) < 0)
-                return -1;
-            switch (col->width) {
-            case 1: { int8_t v = (int8_t)value; memcpy(slot, &v, 1); break; }
-            case 2: { int16_t v = (int16_t)value; memcpy(slot, &v, 2); break; }
-            case 4: { int32_t v = (int32_t)value; memcpy(slot, &v, 4); break; }
-            default: memcpy(slot, &value, 8); break;
-            }
-        }
     }
     }
     set_bit(col->valid, row);
@@ -708,37 +728,21 @@ static int text_number(const uint8_t *p, Py_ssize_t n, Number *number) {
 
 /* A CSV field's text (unquoted) into row `row` of `col`: 0, -1 when the record is left. */
 static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t row) {
-    char *slot = col->values ? col->values + row * col->width : NULL;
     switch (col->kind) {
-    case 's':
-        if (reserve(&col->text, n) < 0)
-            return -2;
-        memcpy(col->text.data + col->text.used, p, (size_t)n);
-        col->text.used += n;
-        break;
-    case 'C': {
-        int64_t ignored;
-        if (temporal_value('C', (const char *)p, n, &ignored) < 0)
+    case 's': case 'C':
+        if (col->kind == 'C' && store_temporal(col, 'C', (const char *)p, n, row) < 0)
             return -1;
         if (reserve(&col->text, n) < 0)
             return -2;
         memcpy(col->text.data + col->text.used, p, (size_t)n);
         col->text.used += n;
         break;
-    }
     case 'D': case 't': case 'T': case 'z': case 'Z': {
-        int64_t value;
         char kind = col->kind;
         if (kind == 'z' && (n == 0 || p[n - 1] != 'Z'))
             kind = 't'; /* csv: TIMESTAMP_LTZ with or without its Z, UTC either way */
-        if (temporal_value(kind, (const char *)p, n, &value) < 0)
+        if (store_temporal(col, kind, (const char *)p, n, row) < 0)
             return -1;
-        if (kind == 'D') {
-            int32_t days = (int32_t)value;
-            memcpy(slot, &days, 4);
-        } else {
-            memcpy(slot, &value, 8);
-        }
         break;
     }
     case 'b':
@@ -751,22 +755,8 @@ static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t ro
         break;
     case 'd': case 'f': case 'm': {
         Number number;
-        if (text_number(p, n, &number) < 0)
+        if (text_number(p, n, &number) < 0 || store_number(col, &number, row) < 0)
             return -1;
-        if (col->kind == 'm') {
-            if (decimal_value(&number, col->precision, col->scale, slot) < 0)
-                return -1;
-        } else {
-            double value;
-            if (number_double(&number, col->kind == 'f', &value) < 0)
-                return -1;
-            if (col->kind == 'f') {
-                float f = (float)value;
-                memcpy(slot, &f, 4);
-            } else {
-                memcpy(slot, &value, 8);
-            }
-        }
         break;
     }
     default: { /* integers: digits, leading zeros allowed, as Spark casts text */
@@ -780,15 +770,8 @@ static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t ro
         number.negative = negative;
         number.int_digits = p + negative;
         number.n_int = (int)(n - negative);
-        int64_t value;
-        if (integer_value(&number, col->kind, &value) < 0)
+        if (store_number(col, &number, row) < 0)
             return -1;
-        switch (col->width) {
-        case 1: { int8_t v = (int8_t)value; memcpy(slot, &v, 1); break; }
-        case 2: { int16_t v = (int16_t)value; memcpy(slot, &v, 2); break; }
-        case 4: { int32_t v = (int32_t)value; memcpy(slot, &v, 4); break; }
-        default: memcpy(slot, &value, 8); break;
-        }
     }
     }
     set_bit(col->valid, row);
@@ -953,19 +936,11 @@ static int scan_record(Cursor *c, Column *cols, int n_cols, Py_ssize_t row) {
             }
             if (r < 0)
                 return r;
-            skip_ws(c);
-            if (c->p >= c->end)
-                return -1;
-            if (*c->p == ',') {
-                c->p++;
-                skip_ws(c);
-                continue;
-            }
-            if (*c->p == '}') {
-                c->p++;
+            r = next_member(c, '}');
+            if (r < 0)
+                return r;
+            if (r == 0)
                 break;
-            }
-            return -1;
         }
     }
     skip_ws(c);
