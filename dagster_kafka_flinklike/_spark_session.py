@@ -143,8 +143,8 @@ def class_archive_path() -> Path | None:
     """Where the driver JVM's class-data archive for this PySpark release and this Java lives
     (under :func:`~dagster_kafka_flinklike.local.default_cache_dir`), or None without a ``java``.
 
-    The name carries the PySpark version and the Java binary's path and modification time: an
-    archive only serves the JVM and class path it was written by.
+    The name carries the PySpark version and installation and the Java binary's path and
+    modification time: an archive only serves the JVM and class path it was written by.
     """
     import hashlib
     import shutil
@@ -158,7 +158,10 @@ def class_archive_path() -> Path | None:
     if not java or not Path(java).exists():
         return None
     binary = Path(java).resolve()
-    key = f"{pyspark.__version__}|{binary}|{binary.stat().st_mtime_ns}"
+    # The JVM maps an archive only for the class path it was written with: the jars of this
+    # PySpark installation (another checkout's environment has its own).
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    key = f"{pyspark.__version__}|{jars}|{binary}|{binary.stat().st_mtime_ns}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return default_cache_dir() / "spark-class-archive" / f"spark-{pyspark.__version__}-{digest}.jsa"
 

@@ -116,3 +116,15 @@ def test_per_session_builds_once_per_session_and_key() -> None:
     # What cannot be referenced weakly is built every time.
     assert session.per_session(3, ("k", 1), lambda: build("d")) == ["d"]
     assert session.per_session(3, ("k", 1), lambda: build("e")) == ["e"]
+
+
+def test_each_pyspark_installation_has_an_archive_of_its_own(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyspark
+
+    here = _archive(cache)
+    # Another checkout's environment: the same release, other jars on the class path.
+    monkeypatch.setattr(pyspark, "__file__", str(cache / "other-env" / "pyspark" / "__init__.py"))
+    elsewhere = _archive(cache)
+    assert elsewhere != here and elsewhere.parent == here.parent
