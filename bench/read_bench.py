@@ -25,7 +25,9 @@ Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; 
 best of n, ratios the median of the rounds' own), ``BENCH_BATCH`` (the reader's batch size),
 ``BENCH_SPARK_KAFKA`` (0: no Spark Kafka source anchor), ``BENCH_WARMUP`` (records each Spark
 query reads before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION``
-(``none`` or ``lz4``), ``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
+(``none`` or ``lz4``), ``BENCH_DRIVER_MEMORY`` (the Spark driver heap; the library's local
+default, ``2g``, when unset: a smaller one shows that memory does not grow with the range),
+``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
 """
 
 from __future__ import annotations
@@ -158,6 +160,9 @@ def start_spark() -> SparkSession:
     )
 
     config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
+    driver_memory = os.environ.get("BENCH_DRIVER_MEMORY", "").strip()
+    if driver_memory:
+        config["spark.driver.memory"] = driver_memory
     # The anchor: Spark's own Kafka source of this Spark release, read side by side in the same
     # session (unless BENCH_SPARK_KAFKA=0).
     config = common.with_spark_kafka(with_spark_avro(config))
@@ -676,6 +681,7 @@ def run() -> dict[str, Any]:
             spark = start_spark()
             try:
                 slots = spark.sparkContext.defaultParallelism
+                driver_memory = spark.conf.get("spark.driver.memory", "")
                 warm_up(spark, work, slots)
                 runs, raw_rss = measure(spark, work, slots, repeats)
                 reported = worker_peaks(spark, 4 * slots)
@@ -701,6 +707,7 @@ def run() -> dict[str, Any]:
             "processes": slots,
             "splits": len(work.splits),
             "batch_size": work.batch,
+            "driver_memory": driver_memory,
             "warmup_records": sum(
                 min(end, max(1, work.warmup // len(work.ends))) for end in work.ends.values()
             ),

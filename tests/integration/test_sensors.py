@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from dagster import (
     AssetKey,
@@ -29,10 +31,20 @@ from dagster_kafka_flinklike import (
     build_kafka_discovery_sensors,
     build_kafka_new_data_sensor,
     kafka_streaming_asset,
+    sensors,
 )
 from dagster_kafka_flinklike.local import EmbeddedKafka
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import produce, wait_for_topic
+
+
+@pytest.fixture(autouse=True)
+def drop_sensor_clients() -> Iterator[None]:
+    """The sensors keep an admin client per cluster for the code server's life: each test
+    drops them, or they retry a stopped test broker for the rest of the session."""
+    yield
+    sensors._CLIENTS.clear()
+
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}]
 
@@ -210,6 +222,7 @@ def test_a_broker_that_is_down_gives_a_skip_and_then_recovers(tmp_path: Path) ->
         assert json.loads(back.cursor)["topics"] == {"down-a": 1, "down-b": 1}
         assert request.asset_selection == [AssetKey("copied")]
     finally:
+        sensors._CLIENTS.clear()  # before its broker stops (see drop_sensor_clients)
         broker.stop()
 
 
