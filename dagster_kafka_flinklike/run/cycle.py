@@ -229,7 +229,7 @@ class StreamingRun:
         statistics are known, else once the pass that reads the records has counted them."""
         read = SourceRead(table, admin, plan, decoded, DirtyData(name, 0, 0), 0.0)
         read.notes, read.schema = notes, schema
-        self.sources[name] = read  # cached data is released by close() even if dirty fails
+        self.sources[name] = read
         if decoded.counts.counted:
             self._police()
         read.read_s = time.monotonic() - began
@@ -360,9 +360,7 @@ class StreamingRun:
         return next_checkpoint(self.checkpoint, stops)
 
     def close(self) -> None:
-        """Release cached data and the transactional producer."""
-        for read in self.sources.values():
-            read.decoded.decoded.unpersist()
+        """Release the transactional producer (a run caches no data)."""
         if self.transaction is not None:
             self.transaction.close()
 

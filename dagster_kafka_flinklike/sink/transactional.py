@@ -198,6 +198,10 @@ class TransactionalSink:
         )
         self._producer, self._report = reporting_producer(config)
         try:
+            # The cluster's metadata first (one request, no topic created): a coordinator query
+            # sent while librdkafka replaces its bootstrap connection by the broker's own fails,
+            # and librdkafka asks again only 500 ms later (one run in four here).
+            self._producer.list_topics(timeout=_REQUEST_TIMEOUT_S)
             self._producer.init_transactions(max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000))
         except KafkaException as exc:
             raise TransactionError(
