@@ -30,13 +30,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, spark_type
-from ._scanners import scan_columns, scanned, scanner, struct_type
+from ._scanners import TEXT_TYPES, scan_columns, scanned, scanner, struct_type
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-_TEXT = {"STRING", "VARCHAR", "CHAR"}
-_PARSED = _TEXT | {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"}
+_PARSED = TEXT_TYPES | {
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+}
 _TEMPORAL = {"DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 #: Tokens Arrow's parser accepts as numbers and Flink's (Jackson's defaults) refuses.
 _NON_NUMBERS = (b"NaN", b"Infinity")

@@ -17,9 +17,11 @@ from ..options import Column, spark_type
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+#: Flink's text types.
+TEXT_TYPES = frozenset({"STRING", "VARCHAR", "CHAR"})
 #: Column kinds (see ``_text_scan.c``); TIMESTAMP and TIMESTAMP_LTZ by the text's standard.
 _KINDS = {
-    **dict.fromkeys(("STRING", "VARCHAR", "CHAR"), "s"),
+    **dict.fromkeys(TEXT_TYPES, "s"),
     "DATE": "D",
     "TIME": "C",
     "BOOLEAN": "b",
@@ -103,12 +105,15 @@ class NativeCsv:
     null where a record needs the per-record decoding (picklable: built on the driver, run in
     the tasks)."""
 
-    def __init__(self, columns: Sequence[Column], settings: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        described: tuple[ScanColumn, ...],
+        settings: Mapping[str, Any],
+    ) -> None:
         from pyspark.sql.pandas.types import to_arrow_type
 
-        described = scan_columns(columns, "SQL")
-        assert described is not None
-        self.columns = described
+        self.columns = described  # scan_columns(columns, "SQL")
         #: The struct's Spark type: what the per-record decoding gives for the same columns.
         self.spark_type = struct_type(columns)
         self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
@@ -142,6 +147,7 @@ def csv_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> Nativ
     characters.append(settings.get("escape-character"))
     if any(c is not None and (len(str(c)) != 1 or ord(str(c)) > 0x7F) for c in characters):
         return None
-    if settings.get("field-delimiter") is None or scan_columns(columns, "SQL") is None:
+    described = scan_columns(columns, "SQL")
+    if settings.get("field-delimiter") is None or described is None:
         return None
-    return NativeCsv(columns, settings)
+    return NativeCsv(columns, described, settings)

@@ -314,6 +314,16 @@ static int scan_number(Cursor *c, Number *n) {
     return 0;
 }
 
+/* Appends the decimal digits [q, end) to a mantissa, stopping once it has more than 15
+ * significant digits. */
+static void add_digits(const uint8_t *q, const uint8_t *end, uint64_t *mantissa, int *digits) {
+    for (; q < end && *digits <= 15; q++) {
+        if (*mantissa || *q != '0')
+            (*digits)++;
+        *mantissa = *mantissa * 10 + (uint64_t)(*q - '0');
+    }
+}
+
 /* A number's value as a double (or, with as_float, a float), correctly rounded; -1 when it
  * overflows or underflows (left to the other decodings). */
 static int number_double(const Number *n, int as_float, double *out) {
@@ -321,23 +331,9 @@ static int number_double(const Number *n, int as_float, double *out) {
         /* Exact fast path: up to 15 significant digits and a power of ten up to 22. */
         uint64_t mantissa = 0;
         int digits = 0;
-        const uint8_t *q;
-        for (q = n->int_digits; q < n->int_digits + n->n_int; q++) {
-            if (mantissa || *q != '0')
-                digits++;
-            mantissa = mantissa * 10 + (uint64_t)(*q - '0');
-            if (digits > 15)
-                break;
-        }
-        if (digits <= 15 && n->frac_digits != NULL) {
-            for (q = n->frac_digits; q < n->frac_digits + n->n_frac; q++) {
-                if (mantissa || *q != '0')
-                    digits++;
-                mantissa = mantissa * 10 + (uint64_t)(*q - '0');
-                if (digits > 15)
-                    break;
-            }
-        }
+        add_digits(n->int_digits, n->int_digits + n->n_int, &mantissa, &digits);
+        if (n->frac_digits != NULL)
+            add_digits(n->frac_digits, n->frac_digits + n->n_frac, &mantissa, &digits);
         if (digits <= 15) {
             long power = n->exponent - n->n_frac;
             if (power >= -22 && power <= 22) {
