@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
         build_flink_sql_definitions,
     )
     from .errors import (
+        BlockingCheckError,
         DeliveryError,
         DeserializationError,
         EmbeddedKafkaError,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Each public name and the module (relative to this package) that defines it.
 _EXPORTS = {
+    "BlockingCheckError": ".errors",
     "BoundedMode": ".options",
     "Column": ".options",
     "ConsumerLagCheck": ".checks",
@@ -126,6 +128,7 @@ _EXPORTS = {
 
 __all__ = [
     "ROW_KIND",
+    "BlockingCheckError",
     "BoundedMode",
     "Column",
     "ConsumerLagCheck",

@@ -39,6 +39,7 @@ from dagster import (
 from .checks import (
     CHECK_TIMEOUT_S,
     CheckScope,
+    CommitGate,
     ConsumerLagCheck,
     KafkaAssetCheck,
     check_names_are_unique,
@@ -46,7 +47,7 @@ from .checks import (
     default_checks,
     evaluate_checks,
 )
-from .errors import KafkaConnectorError, KafkaOptionsError
+from .errors import BlockingCheckError, KafkaConnectorError, KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import metrics as m
 from .run.batches import SOURCE_NAME, parse_batch_key
@@ -498,6 +499,20 @@ def _materialize(
             context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")
     elif tables.from_checkpoint:
         checkpoint_before = latest_checkpoint(context.instance, key)
+
+    def scope(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> CheckScope:
+        return CheckScope(
+            asset_key=key,
+            sources={n: r.table for n, r in run.sources.items()},
+            sink=run.resolve(tables.sink, name) if tables.sink else None,
+            clients=run.clients,
+            checkpoint=checkpoint,
+            run=run,
+            tables=tables,
+            instance=context.instance,
+        )
+
+    gate = CommitGate(selected, key, lambda run: scope(run, None))
     run = StreamingRun(
         spark=spark,
         defaults=kafka.connection_defaults(),
@@ -515,6 +530,7 @@ def _materialize(
             if any(s.infers_schema for s in tables.sources.values())
             else {}
         ),
+        gate=gate,
     )
     try:
         frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
@@ -529,20 +545,11 @@ def _materialize(
             yield MaterializeResult(asset_key=key, metadata=metadata)
         else:
             yield Output(result, output_name=RESULT_OUTPUT, metadata=metadata)
-
-        def scope() -> CheckScope:
-            return CheckScope(
-                asset_key=key,
-                sources={n: r.table for n, r in run.sources.items()},
-                sink=run.resolve(tables.sink, name) if tables.sink else None,
-                clients=run.clients,
-                checkpoint=checkpoint,
-                run=run,
-                tables=tables,
-                instance=context.instance,
-            )
-
-        yield from evaluate_checks(selected, key, scope)
+        yield from gate.results
+        yield from evaluate_checks(gate.after_commit, key, lambda: scope(run, checkpoint))
+    except BlockingCheckError:
+        yield from gate.results  # the failed check, recorded as the run fails
+        raise
     finally:
         if tables.sink is not None:
             run.close()

@@ -32,7 +32,7 @@ from dagster import (
     multi_asset_check,
 )
 
-from .errors import KafkaOptionsError
+from .errors import BlockingCheckError, KafkaOptionsError
 from .options import KafkaTableSpec
 from .run import metrics as m
 from .run.lag import source_lag
@@ -125,9 +125,15 @@ class KafkaAssetCheck:
     name: str = ""
     #: Severity of a failed result (``WARN`` or ``ERROR``).
     severity: AssetCheckSeverity | str = AssetCheckSeverity.ERROR
-    #: With ``ERROR`` severity, a failure stops downstream assets of the same run.
+    #: With ``ERROR`` severity, a failure stops downstream assets of the same run; for a check
+    #: decided before the commit (``before_commit``), it also fails the run, which then
+    #: commits nothing.
     blocking: bool = False
     description: ClassVar[str] = ""
+    #: The run knows this check's figures before it commits (they come from reading and
+    #: writing), so it is decided between the write and the commit. A subclass of your own
+    #: that judges only ``scope.run`` may set it too.
+    before_commit: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", _severity(type(self).__name__, self.severity))
@@ -221,6 +227,7 @@ class DirtyDataCheck(KafkaAssetCheck):
     description: ClassVar[str] = (
         "Records of the Kafka sources that could not be decoded, against a maximum count and ratio."
     )
+    before_commit: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -811,6 +818,67 @@ def build_kafka_asset_checks(
         )
 
     return [_kafka_checks]
+
+
+class CommitGate:
+    """The checks of an asset decided before its run commits: those whose figures the run
+    knows (``before_commit``, e.g. :class:`DirtyDataCheck`).
+
+    A :class:`~.run.StreamingRun` calls it once every source is read and counted and before
+    anything commits. A failing blocking check (``blocking=True``, severity ``ERROR``) raises
+    :class:`~.errors.BlockingCheckError`: an exactly-once transaction is aborted, an
+    at-least-once run keeps its checkpoint and group offsets, and the run fails. ``results``
+    holds what it decided, for the driver to emit with the materialization (or before the
+    failure); ``after_commit`` are the checks left to evaluate once the run has committed.
+
+    Example:
+        >>> gate = CommitGate([DirtyDataCheck(blocking=True)], AssetKey("a"), make_scope=None)
+        >>> [c.name for c in gate.checks], gate.after_commit
+        (['kafka_dirty_data'], [])
+    """
+
+    def __init__(
+        self,
+        checks: Sequence[KafkaAssetCheck],
+        asset_key: AssetKey,
+        make_scope: Callable[[StreamingRun], CheckScope] | None,
+    ) -> None:
+        self.checks = [c for c in checks if c.before_commit]
+        self.after_commit = [c for c in checks if not c.before_commit]
+        self.asset_key = asset_key
+        self.make_scope = make_scope
+        self.results: list[AssetCheckResult] = []
+
+    def __call__(self, run: StreamingRun) -> None:
+        """Evaluate the checks over ``run``; raise if a blocking one failed.
+
+        Raises:
+            BlockingCheckError: a blocking check failed with severity ERROR.
+        """
+        make_scope = self.make_scope
+        assert make_scope is not None, "a gate needs a scope to decide on"
+        results = evaluate_checks(self.checks, self.asset_key, lambda: make_scope(run))
+        failed = [
+            (check, result)
+            for check, result in zip(self.checks, results, strict=True)
+            if check.blocking and not result.passed and result.severity == AssetCheckSeverity.ERROR
+        ]
+        if not failed:
+            self.results = results
+            return
+        outcome = f"The run failed before its commit: {run.failure_outcome}"
+        self.results = [
+            r._replace(description=f"{r.description} {outcome}")
+            if any(r is f for _, f in failed)
+            else r
+            for r in results
+        ]
+        reasons = "; ".join(f"{c.name}: {r.description}" for c, r in failed)
+        raise BlockingCheckError(
+            f"Blocking check(s) failed on asset {self.asset_key.to_user_string()!r}: {reasons} "
+            f"{outcome} Re-running fails the same way until the data or the threshold changes.",
+            checks=tuple(c.name for c, _ in failed),
+        )
 
 
 def evaluate_checks(

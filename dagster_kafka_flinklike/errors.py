@@ -167,6 +167,25 @@ class TransactionError(KafkaConnectorError):
     """A Kafka transaction could not be started or committed, or the producer was fenced."""
 
 
+class BlockingCheckError(KafkaConnectorError):
+    """A blocking asset check failed before the run committed, so the run fails and records no
+    checkpoint: an exactly-once run's transaction is aborted (nothing it wrote becomes
+    visible); an at-least-once run keeps its checkpoint and group offsets, and the records it
+    already delivered stay in the sink topic (its retry writes them again).
+
+    ``checks`` names the failed checks. Re-running fails the same way until the data or the
+    check's threshold changes.
+
+    Example:
+        >>> BlockingCheckError("kafka_dirty_data failed", checks=("kafka_dirty_data",)).checks
+        ('kafka_dirty_data',)
+    """
+
+    def __init__(self, message: str, *, checks: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.checks: tuple[str, ...] = tuple(checks)
+
+
 class FlinkSqlError(KafkaOptionsError):
     """A Flink SQL script could not be parsed, or a table it declares is invalid.
 

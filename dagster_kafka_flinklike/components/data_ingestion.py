@@ -36,6 +36,7 @@ from ..asset_decorator import (
 )
 from ..checks import (
     CheckScope,
+    CommitGate,
     ConsumerLagCheck,
     DirtyDataCheck,
     KafkaAssetCheck,
@@ -43,12 +44,13 @@ from ..checks import (
     default_checks,
     evaluate_checks,
 )
-from ..errors import KafkaOptionsError
+from ..errors import BlockingCheckError, KafkaOptionsError
 from ..ingestion import DataIngestionPipeline, IngestionResult, IngestionRun, parse_data_ingestion
 from ..options import redact
 from ..run import metrics as m
 from ..run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
 from ..sensors import build_kafka_discovery_sensors
+from ..state.checkpoint import OffsetsCheckpoint
 from ..translator import ROW_COUNT, KafkaTranslator, build_kafka_source_assets
 from .flink_sql import identifier
 
@@ -119,6 +121,20 @@ def _run(
 
     kafka = getattr(context.resources, tables.kafka_resource_key)
     name = key.to_user_string()
+
+    def scope(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> CheckScope:
+        return CheckScope(
+            asset_key=key,
+            sources={n: r.table for n, r in run.sources.items()},
+            sink=None,
+            clients=run.clients,
+            checkpoint=checkpoint,
+            run=run,
+            tables=tables,
+            instance=context.instance,
+        )
+
+    gate = CommitGate(selected, key, lambda run: scope(run, None))
     run = StreamingRun(
         spark=spark,
         defaults=kafka.connection_defaults(),
@@ -127,6 +143,7 @@ def _run(
         sink=pipeline.sink.spec,
         asset_name=name,
         log=context.log,
+        gate=gate,
     )
     saved = saved_schemas(context.instance, key)
     ingestion = IngestionRun(pipeline, run, saved)
@@ -137,20 +154,11 @@ def _run(
         metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
         context.log.info(f"Data ingestion {name!r}: {result.routing()}")
         yield MaterializeResult(asset_key=key, metadata=metadata)
-
-        def scope() -> CheckScope:
-            return CheckScope(
-                asset_key=key,
-                sources={n: r.table for n, r in run.sources.items()},
-                sink=None,
-                clients=run.clients,
-                checkpoint=checkpoint,
-                run=run,
-                tables=tables,
-                instance=context.instance,
-            )
-
-        yield from evaluate_checks(selected, key, scope)
+        yield from gate.results
+        yield from evaluate_checks(gate.after_commit, key, lambda: scope(run, checkpoint))
+    except BlockingCheckError:
+        yield from gate.results  # the failed check, recorded as the run fails
+        raise
     finally:
         ingestion.close()
         run.close()

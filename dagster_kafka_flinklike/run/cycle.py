@@ -99,6 +99,10 @@ class StreamingRun:
             resuming from a checkpoint; like a window, such a run moves no checkpoint.
         schemas: the inferred schemas the last run saved, by source name (for sources that
             declare no columns, :mod:`.schema`).
+        gate: decides whether the run may commit, once every source is read and counted and
+            before anything commits (the exactly-once transaction, the checkpoint, the group
+            offsets): the asset's blocking checks. It raises to fail the run, which then
+            commits nothing.
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -120,11 +124,13 @@ class StreamingRun:
     ranges: OffsetRanges | None = None
     schemas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     clients: KafkaClients = field(default_factory=KafkaClients)
+    gate: Callable[[StreamingRun], None] | None = None
     sources: dict[str, SourceRead] = field(default_factory=dict)
     write_result: WriteResult | None = None
     transaction: TransactionalSink | None = None
     started: float = field(default_factory=time.monotonic)
     _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
+    _gated: bool = field(default=False, init=False, repr=False)
 
     @property
     def replaying(self) -> bool:
@@ -252,19 +258,43 @@ class StreamingRun:
         Raises:
             DeserializationError: dirty records a source does not tolerate.
         """
-        outcome = NOTHING_WRITTEN
-        if self.write_result is not None and self.transaction is None:
-            outcome = (
-                "The checkpoint did not advance; the clean records were written (at-least-once: "
-                "the run's retry writes them again)."
-            )
-        elif self.transaction is not None:
-            outcome = "Nothing was committed and the checkpoint did not advance."
         for read in self.sources.values():
             if not read.policed:
-                read.dirty = apply_dirty_policy(read.table, read.decoded, self.log, outcome)
+                read.dirty = apply_dirty_policy(
+                    read.table, read.decoded, self.log, self.failure_outcome
+                )
                 read.policed = True
         return [read.dirty for read in self.sources.values()]
+
+    @property
+    def failure_outcome(self) -> str:
+        """What the run leaves if it fails now, before its commit (for error messages)."""
+        if self.transaction is not None:
+            return (
+                "Nothing was committed (the transaction is aborted) and the checkpoint did not "
+                "advance."
+            )
+        if self.write_result is not None:
+            return (
+                f"The checkpoint and the consumer groups' offsets did not advance; the "
+                f"{self.write_result.records} record(s) already written stay (at-least-once: "
+                f"the run's retry writes them again)."
+            )
+        return NOTHING_WRITTEN
+
+    def _before_commit(self) -> list[DirtyData]:
+        """Apply the dirty-data policy, then let the run's ``gate`` decide (once) whether it
+        may commit; called with every source read and counted, before anything commits.
+
+        Raises:
+            DeserializationError: dirty records a source does not tolerate.
+            BlockingCheckError: a blocking check failed (raised by the gate).
+        """
+        dirty = self._police()
+        if self.gate is not None and not self._gated:
+            self._gated = True
+            self.gate(self)
+        return dirty
 
     def write(self, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
         """Write ``frame`` to ``spec``'s topic with its delivery guarantee, then apply the
@@ -287,9 +317,9 @@ class StreamingRun:
             self.log,
             transaction=transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._police,
+            dirty=self._before_commit,
         )
-        self._police()
+        self._before_commit()
         if transaction is not None:
             self._letters_written()
         return self.write_result
@@ -315,9 +345,9 @@ class StreamingRun:
             self.log,
             transaction=self.transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._police,
+            dirty=self._before_commit,
         )
-        self._police()
+        self._before_commit()
         if self.transaction is not None:
             self._letters_written()
         return self.write_result
@@ -342,7 +372,7 @@ class StreamingRun:
         moves no checkpoint: it returns None and commits nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
-        write_dead_letters(tables, self._police())
+        write_dead_letters(tables, self._before_commit())
         self._letters_written()
         for read in self.sources.values():
             read.committed = commit_group_offsets(

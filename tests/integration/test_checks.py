@@ -43,7 +43,7 @@ from dagster_kafka_flinklike import (
 from dagster_kafka_flinklike import checks as checks_module
 from dagster_kafka_flinklike import spark as spark_module
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import SMALL_MAX_TIMEOUT_MS, produce, wait_for_topic
+from tests.conftest import SMALL_MAX_TIMEOUT_MS, consume_all, produce, wait_for_topic
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 
@@ -158,6 +158,8 @@ def test_dirty_data_over_the_ratio_blocks_downstream_and_under_it_passes(
     assert [(s["topic"], s["offset"]) for s in samples] == [(topic, 8), (topic, 9)]
     assert "max_ratio 0.1" in failed.description
 
+    # The run failed before its commit: no materialization, so a check run alone has no figures.
+    assert instance.get_latest_materialization_event(AssetKey("copied")) is None
     alone = materialize(
         [strict],
         instance=instance,
@@ -166,7 +168,9 @@ def test_dirty_data_over_the_ratio_blocks_downstream_and_under_it_passes(
         raise_on_error=False,
     )
     assert alone.get_asset_materialization_events() == []
-    assert not evaluation(instance, "copied", "kafka_dirty_data").passed  # from the last run
+    assert evaluation(instance, "copied", "kafka_dirty_data").description.startswith(
+        "No materialization"
+    )
 
     lenient = copy(tolerant, sink_table(out), [DirtyDataCheck(max_ratio=0.5, blocking=True)])
     again = DagsterInstance.ephemeral()
@@ -175,6 +179,89 @@ def test_dirty_data_over_the_ratio_blocks_downstream_and_under_it_passes(
     ).success
     assert ran == ["downstream"]
     assert evaluation(again, "copied", "kafka_dirty_data").passed
+
+
+def _group_offsets(bootstrap: str, group: str, topic: str) -> list[int]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    found = consumer.committed([CTopicPartition(topic, 0)], timeout=10)
+    consumer.close()
+    return [tp.offset for tp in found]
+
+
+def _dirty_batch(first: int) -> list[tuple[None, bytes]]:
+    """Twenty records, two of them (10%) malformed."""
+    return [*records(first, first + 18), (None, b"not json"), (None, b"{broken")]
+
+
+@pytest.mark.parametrize("guarantee", ["exactly-once", "at-least-once"])
+def test_a_failing_blocking_check_fails_the_run_before_its_commit(
+    kafka_bootstrap, new_topic, spark, guarantee
+) -> None:
+    """Blocking checks are decided between the write and the commit: a failing one fails the
+    run, whose transaction is aborted (exactly-once) or whose checkpoint and group offsets stay
+    (at-least-once, records delivered stay); re-running fails the same way until the threshold
+    changes, and then the run reads everything the failed runs did not commit."""
+    topic, out = new_topic(partitions=1), new_topic(partitions=1)
+    produce(kafka_bootstrap, topic, _dirty_batch(0))
+    tolerant = source_table(topic, **{"ingestion.ignore-errors": "true"})
+    options = (
+        {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": f"g-{out}"}
+        if guarantee == "exactly-once"
+        else {"sink.delivery-guarantee": "at-least-once"}
+    )
+    sink = sink_table(out, **options)
+    ran: list[str] = []
+    strict = copy(tolerant, sink, [DirtyDataCheck(max_ratio=0.05, blocking=True)])
+
+    @asset(deps=[strict])
+    def downstream() -> None:
+        ran.append("downstream")
+
+    instance = DagsterInstance.ephemeral()
+    for _attempt in range(2):  # "re-execute": the same records, the same verdict
+        result = materialize(
+            [strict, downstream],
+            instance=instance,
+            resources=resources(kafka_bootstrap),
+            raise_on_error=False,
+        )
+        assert not result.success and ran == []
+        failure = result.failure_data_for_node("copied")
+        assert failure is not None and "BlockingCheckError" in str(failure.error)
+        assert "kafka_dirty_data: Too much dirty data" in str(failure.error)
+        assert result.get_asset_materialization_events() == []
+        assert instance.get_latest_materialization_event(AssetKey("copied")) is None
+        assert _group_offsets(kafka_bootstrap, f"checks-{topic}", topic) == [-1001]
+        check = evaluation(instance, "copied", "kafka_dirty_data")
+        assert not check.passed and check.metadata["dirtyRatio"].value == 0.1
+        assert check.metadata["numRecordsIn"].value == 20
+        committed = consume_all(kafka_bootstrap, out, 1, "read_committed", settle_s=15)
+        if guarantee == "exactly-once":
+            assert committed == []  # the transaction was aborted
+            assert "transaction is aborted" in check.description
+        else:
+            assert "already written stay" in check.description
+    # Both attempts produced their 18 clean records (aborted, or delivered at-least-once).
+    assert len(consume_all(kafka_bootstrap, out, 1, "read_uncommitted")) == 36
+
+    produce(kafka_bootstrap, topic, records(100, 110))
+    lenient = copy(tolerant, sink, [DirtyDataCheck(max_ratio=0.2, blocking=True)])
+    passed = materialize(
+        [lenient, downstream], instance=instance, resources=resources(kafka_bootstrap)
+    )
+    assert passed.success and ran == ["downstream"]
+    meta = passed.asset_materializations_for_node("copied")[0].metadata
+    assert meta["numRecordsIn"].value == 30 and meta["dirtyRecords"].value == 2
+    assert _group_offsets(kafka_bootstrap, f"checks-{topic}", topic) == [30]
+    assert evaluation(instance, "copied", "kafka_dirty_data").passed
+    ids = sorted(json.loads(m.value())["id"] for m in consume_all(kafka_bootstrap, out, 1))
+    expected = [*range(18), *range(100, 110)]
+    if guarantee == "exactly-once":
+        assert ids == expected
+    else:  # the two failed attempts' records stay, as at-least-once promises
+        assert ids == sorted([*range(18), *range(18), *expected])
 
 
 def test_transaction_timeout_above_the_brokers_maximum_fails_the_check_alone(
