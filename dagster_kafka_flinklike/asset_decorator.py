@@ -48,7 +48,7 @@ from .checks import (
     evaluate_checks,
 )
 from .errors import BlockingCheckError, KafkaConnectorError, KafkaOptionsError
-from .options import DeliveryGuarantee, KafkaTableSpec
+from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
 from .run import metrics as m
 from .run.batches import SOURCE_NAME, parse_batch_key
 from .run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
@@ -272,6 +272,8 @@ def _check_tables(sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | 
             "The sink table needs exactly one 'topic' (no ';' list, no 'topic-pattern').",
             keys=("topic", "topic-pattern"),
         )
+    if sink is not None:
+        check_sink_not_read(sources, sink)
     _check_offsets_commit(sources, sink)
 
 

@@ -22,7 +22,7 @@ from ._properties import (
     role_config,
     translate_properties,
 )
-from ._spec import KafkaTableSpec, parse_specific_offsets
+from ._spec import KafkaTableSpec, check_sink_not_read, parse_specific_offsets
 from ._table import (
     CONNECTORS,
     OPTIONS,
@@ -73,6 +73,7 @@ __all__ = [
     "ValueFieldsInclude",
     "avro_schema",
     "check_partitioner_option",
+    "check_sink_not_read",
     "client_config",
     "flink_type_of",
     "is_secret",

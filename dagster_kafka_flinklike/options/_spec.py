@@ -422,6 +422,14 @@ class KafkaTableSpec:
         """``properties.bootstrap.servers``, or None when a resource supplies it."""
         return self.properties.get("bootstrap.servers")
 
+    def subscribes_to(self, topic: str) -> bool:
+        """Whether reading this table reads ``topic``: one of its ``topic`` list, or a name its
+        ``topic-pattern`` matches whole (as Flink matches the pattern)."""
+        if topic in self.topics:
+            return True
+        pattern = self.topic_pattern
+        return pattern is not None and re.fullmatch(pattern, topic) is not None
+
     @property
     def group_id(self) -> str | None:
         """``properties.group.id`` as written (None when not set)."""
@@ -573,3 +581,35 @@ def _offsets(
     if "source" not in uses or mode != enum.SPECIFIC_OFFSETS:
         return None
     return parse_specific_offsets(key, opts[key])
+
+
+def check_sink_not_read(
+    sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec, sink_name: str = "the sink"
+) -> None:
+    """Refuse a sink whose topic one of ``sources`` reads on the same cluster: every run would
+    read its own output again (and, under exactly-once, commit offsets past it).
+
+    Tables whose ``properties.bootstrap.servers`` name different clusters do not meet.
+
+    Raises:
+        KafkaOptionsError: naming the source, the sink, the topic and the option that matches.
+    """
+    for name, source in sources.items():
+        for topic in sink.topics:
+            if not source.subscribes_to(topic):
+                continue
+            servers = (source.bootstrap_servers, sink.bootstrap_servers)
+            if None not in servers and servers[0] != servers[1]:
+                continue
+            how = (
+                f"its 'topic' lists {topic!r}"
+                if topic in source.topics
+                else f"its 'topic-pattern' {source.topic_pattern!r} matches {topic!r}"
+            )
+            raise KafkaOptionsError(
+                f"Sink table {sink.name or sink_name!r} writes topic {topic!r}, which source "
+                f"table {source.name or name!r} reads ({how}): every run would read its own "
+                f"output again. Write to another topic, or leave {topic!r} out of the source's "
+                f"'topic' / 'topic-pattern'.",
+                keys=("topic", "topic-pattern"),
+            )
