@@ -217,6 +217,9 @@ class SparkResource(PySparkResource):
                 return self._spark_session
             from pyspark import SparkContext
 
+            # Outside a run (no setup_for_execution) too: the Python workers run this
+            # interpreter, which imports the connector.
+            prepare_spark_environment(self.spark_config.get("spark.master"))
             fresh = SparkContext._active_spark_context is None
             self._spark_session = spark_session_from_config(self._config())
             if fresh and self.start_early:

@@ -128,3 +128,26 @@ def test_each_pyspark_installation_has_an_archive_of_its_own(
     monkeypatch.setattr(pyspark, "__file__", str(cache / "other-env" / "pyspark" / "__init__.py"))
     elsewhere = _archive(cache)
     assert elsewhere != here and elsewhere.parent == here.parent
+
+
+def test_a_session_built_outside_a_run_gives_its_workers_this_interpreter() -> None:
+    """``SparkResource(...).spark_session`` without Dagster's setup (a notebook, a script):
+    Spark's Python workers must run the interpreter that imports the connector."""
+    code = (
+        "import sys\n"
+        "from dagster_kafka_flinklike import SparkResource\n"
+        "spark = SparkResource(spark_config={'spark.master': 'local[1]'}, spark_avro=False,"
+        " start_early=False).spark_session\n"
+        "def probe(_):\n"
+        "    import sys, dagster_kafka_flinklike\n"
+        "    return sys.executable\n"
+        "seen = spark.sparkContext.parallelize([0], 1).map(probe).collect()\n"
+        "print(seen[0] == sys.executable, seen[0], sys.executable)\n"
+        "spark.stop()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[0] == "True", done.stdout
