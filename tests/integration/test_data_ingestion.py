@@ -19,6 +19,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 from dagster.components.testing import create_defs_folder_sandbox
 
 from dagster_kafka_flinklike import (
+    DirtyDataCheck,
     KafkaResource,
     SparkResource,
     build_data_ingestion_definitions,
@@ -468,6 +469,45 @@ sink: {{type: kafka, topic: {out}, value.format: json}}
     assert "'ingestion.error-tolerance.max-count' = 1" in failure(failed)
     assert read(kafka_bootstrap, out) == []
     assert instance.get_latest_materialization_event(AssetKey("strict")) is None
+
+
+def test_a_failing_blocking_dirty_data_check_aborts_the_pipelines_transaction(
+    kafka_bootstrap, new_topic, admin, resources
+) -> None:
+    source, out = new_topic(partitions=1), unique("gated")
+    topics(admin, out)
+    produce(kafka_bootstrap, source, [(None, b'{"id": 1}'), (None, b'{"id": 2}'), (None, b"{x")])
+    text = f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {kafka_bootstrap}
+  topic: {source}
+  properties.group.id: {out}-group
+  value.format: json
+  scan.startup.mode: earliest-offset
+  ingestion.ignore-errors: true
+sink:
+  type: kafka
+  topic: {out}
+  value.format: json
+  sink.delivery-guarantee: exactly-once
+  sink.transactional-id-prefix: {out}
+"""
+    gated = [DirtyDataCheck(max_ratio=0.2, blocking=True)]
+    defs = build_data_ingestion_definitions(text, name="gated", checks=gated)
+    instance = DagsterInstance.ephemeral()
+    failed = run(defs, "gated", resources, instance, ok=False)
+    assert "BlockingCheckError" in failure(failed) and "dirty ratio 0.3333" in failure(failed)
+    [check] = failed.get_asset_check_evaluations()
+    assert (check.check_name, check.passed) == ("kafka_dirty_data", False)
+    assert "the transaction is aborted" in check.description
+    assert read(kafka_bootstrap, out) == []  # read_committed: nothing
+    assert len(consume_all(kafka_bootstrap, out, 1, "read_uncommitted")) == 2  # aborted
+    assert instance.get_latest_materialization_event(AssetKey("gated")) is None
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"{out}-group"})
+    [committed] = consumer.committed([TopicPartition(source, 0)], timeout=30)
+    consumer.close()
+    assert committed.offset < 0  # the group's offsets did not move
 
 
 # -- exactly-once, static schemas, initial schemas, metadata columns ----------------------------
