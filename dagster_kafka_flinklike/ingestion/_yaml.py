@@ -215,42 +215,51 @@ def load_yaml(text: str, file: str | None = None) -> YamlDocument:
     """
     loader: _Loader | None = None
     try:
-        loader = _Loader(text)
-        data = loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
+        loader = _Loader(text)  # (the reader checks the characters here)
+        return YamlDocument(loader.get_single_data(), file, loader.positions)
+    except yaml.YAMLError as exc:
+        # raised outside this block: yaml's error, which quotes the line, is not its context
+        failure = _failure(exc, loader, text, file)
+    finally:
+        if loader is not None:
+            loader.dispose()
+    raise failure
+
+
+def _failure(
+    exc: yaml.YAMLError, loader: _Loader | None, text: str, file: str | None
+) -> KafkaYamlError:
+    """Our error for yaml's ``exc``: where, and what is wrong, without the document's text."""
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         what = _problem(exc.problem) or _problem(exc.context) or "malformed"
         if exc.context and exc.problem and exc.context_mark is not None:
             what += f" ({_problem(exc.context)} at line {exc.context_mark.line + 1})"
-        at = loader.failed_at if loader is not None else None
-        if at is None and loader is not None and mark is not None:
-            at = loader.paths.get((mark.line, mark.column))
+        at = getattr(loader, "failed_at", None)
+        if at is None and mark is not None:
+            at = getattr(loader, "paths", {}).get((mark.line, mark.column))
         where = f" in '{path_text(at)}'" if at else ""
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        raise KafkaYamlError(
+        return KafkaYamlError(
             f"not valid YAML{where}: {what}.", file=file, line=line, column=column
-        ) from None
-    except yaml.reader.ReaderError as exc:
+        )
+    if isinstance(exc, yaml.reader.ReaderError):
         line, column = _where(text, exc.position)
-        raise KafkaYamlError(
+        return KafkaYamlError(
             f"not valid YAML: {exc.reason} (a control character or an unpaired surrogate).",
             file=file,
             line=line,
             column=column,
-        ) from None
-    except yaml.YAMLError:
-        if loader is None or loader.refused is None:
-            raise
-        message, path, mark = loader.refused
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        raise KafkaYamlError(
-            f"'{path_text(path)}': {message}." if path else f"{message}.",
-            file=file,
-            line=line,
-            column=column,
-            keys=(path_text(path),) if path else (),
-        ) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return YamlDocument(data, file, loader.positions)
+        )
+    refused = getattr(loader, "refused", None)
+    if refused is None:
+        return KafkaYamlError("not valid YAML.", file=file, line=1, column=1)
+    message, path, mark = refused
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    return KafkaYamlError(
+        f"'{path_text(path)}': {message}." if path else f"{message}.",
+        file=file,
+        line=line,
+        column=column,
+        keys=(path_text(path),) if path else (),
+    )

@@ -211,19 +211,41 @@ def table_spec(name: str, table: TableModel, folder: Path) -> KafkaTableSpec:
         raise KafkaOptionsError(f"{path}: {exc}", keys=exc.keys) from exc
 
 
-def _resolve_tables(
-    context: ResolutionContext, tables: Mapping[str, TableModel]
-) -> dict[str, KafkaTableSpec]:
+def _given(context: ResolutionContext, value: Any, key: str, expected: str) -> Mapping[str, Any]:
+    """A field's mapping (a model's fields, or what its template renders), else our error."""
+    if isinstance(value, str):
+        value = context.resolve_value(value)
+    if isinstance(value, BaseModel):
+        value = value.model_dump(exclude_unset=True)
+    if not isinstance(value, Mapping):
+        raise _ComponentLoadError(
+            f"{key}: expected {expected}, got {_kind(value)}.",
+            location=_Yaml(context.source_position_tree).where(context.path),
+            keys=(key,),
+        )
+    return value
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, for messages (its text may be a secret)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def _resolve_tables(context: ResolutionContext, tables: Any) -> dict[str, KafkaTableSpec]:
     yaml = _Yaml(context.source_position_tree)
     folder = _component_folder(context)
     specs: dict[str, KafkaTableSpec] = {}
-    for name, table in tables.items():
+    given = _given(context, tables, "tables", "a mapping of table names to tables")
+    for name, table in given.items():
         path = [*context.path, name]
         with yaml.blame(path, f"table '{name}'", sql=[*path, "ddl"]):
-            resolved = TableModel.model_validate(
-                context.at_path(name).resolve_value(table.model_dump())
-            )
-            specs[name] = table_spec(name, resolved, folder)
+            raw = table.model_dump() if isinstance(table, BaseModel) else table
+            resolved = TableModel.model_validate(context.at_path(name).resolve_value(raw))
+            specs[str(name)] = table_spec(str(name), resolved, folder)
     return specs
 
 
@@ -251,22 +273,46 @@ def _default_spark() -> SparkResource:
     return resource
 
 
-def _resolve_kafka(context: ResolutionContext, kafka: KafkaResource) -> KafkaResource:
-    settings = dict(context.resolve_value(kafka.model_dump(exclude_unset=True)))
-    if isinstance(settings.get("properties"), dict):  # a template may render a number
-        settings["properties"] = {k: str(v) for k, v in settings["properties"].items()}
-    with _Yaml(context.source_position_tree).blame(context.path, "kafka"):
-        resource: KafkaResource = _shared_resource(KafkaResource, settings)
+def _resource(context: ResolutionContext, value: Any, cls: type, key: str) -> Any:
+    """The shared resource of ``cls`` that a ``kafka`` / ``spark`` mapping configures."""
+    yaml = _Yaml(context.source_position_tree)
+    fields = list(cls.model_fields)  # type: ignore[attr-defined]
+    settings = dict(
+        context.resolve_value(_given(context, value, key, f"a mapping of {', '.join(fields)}"))
+    )
+    unknown = [str(k) for k in settings if k not in fields]
+    if unknown:
+        raise _ComponentLoadError(
+            f"{key}: unknown setting(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(fields)}.",
+            location=yaml.where(context.path, unknown),
+            keys=tuple(unknown),
+        )
+    properties = settings.get("properties")
+    if isinstance(properties, Mapping):  # a template may render a number
+        wrong = [str(k) for k, v in properties.items() if not isinstance(v, str | int | float)]
+        if wrong:
+            raise _ComponentLoadError(
+                f"{key}: properties {', '.join(map(repr, wrong))} must be text or numbers.",
+                location=yaml.where([*context.path, "properties"], wrong),
+                keys=tuple(wrong),
+            )
+        settings["properties"] = {str(k): str(v) for k, v in properties.items()}
+    if cls is SparkResource:
+        if not settings:
+            return _default_spark()
+        settings.setdefault("spark_config", local_spark_config("dagster-kafka-flinklike"))
+    with yaml.blame(context.path, key):
+        return _shared_resource(cls, settings)
+
+
+def _resolve_kafka(context: ResolutionContext, kafka: Any) -> KafkaResource:
+    resource: KafkaResource = _resource(context, kafka, KafkaResource, "kafka")
     return resource
 
 
-def _resolve_spark(context: ResolutionContext, spark: SparkResource) -> SparkResource:
-    settings = dict(context.resolve_value(spark.model_dump(exclude_unset=True)))
-    if not settings:
-        return _default_spark()
-    settings.setdefault("spark_config", local_spark_config("dagster-kafka-flinklike"))
-    with _Yaml(context.source_position_tree).blame(context.path, "spark"):
-        resource: SparkResource = _shared_resource(SparkResource, settings)
+def _resolve_spark(context: ResolutionContext, spark: Any) -> SparkResource:
+    resource: SparkResource = _resource(context, spark, SparkResource, "spark")
     return resource
 
 
@@ -409,6 +455,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         dict[str, KafkaTableSpec],
         Resolver(
             _resolve_tables,
+            inject_before_resolve=False,
             model_field_type=dict[str, TableModel],
             description="Kafka tables by name: Flink 'options' with 'columns' (and "
             "'primary_key'), or Flink SQL ('ddl' text, or a 'sql_file' next to this defs.yaml).",
@@ -448,14 +495,14 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             "The Kafka connection (bootstrap_servers, properties), e.g. bootstrap_servers: "
             "'{{ env.KAFKA_BOOTSTRAP_SERVERS }}'. Without servers, a run reads "
             "$KAFKA_BOOTSTRAP_SERVERS when it starts.",
-            Resolver(_resolve_kafka),
+            Resolver(_resolve_kafka, model_field_type=dict[str, Any], inject_before_resolve=False),
         ),
     ] = Field(default_factory=_default_kafka)
     spark: Annotated[
         SparkResource,
         _about(
             "The Spark session (spark_config; remote: a Spark Connect URL); default: local[2].",
-            Resolver(_resolve_spark),
+            Resolver(_resolve_spark, model_field_type=dict[str, Any], inject_before_resolve=False),
         ),
     ] = Field(default_factory=_default_spark)
     provide_resources: Annotated[
@@ -502,9 +549,12 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         return spark.sql(query)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        from dagster_shared.yaml_utils.source_position import SourcePositionTree
+
         decl = getattr(context, "component_decl", None)
         source = getattr(getattr(decl, "source_tree", None), "source_position_tree", None)
-        yaml = _Yaml(source)
+        # (a component built in Python has no YAML: its context's declaration is a stand-in)
+        yaml = _Yaml(source if isinstance(source, SourcePositionTree) else None)
         translator = _ComponentTranslator(self)
         assets: list[AssetsDefinition] = []
         jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
