@@ -96,7 +96,7 @@ INSERT INTO big SELECT order_id, real_pay FROM paid WHERE real_pay >= 100;
 """
 
 #: Characters that mean something to YAML or SQL, and some that mean trouble.
-SPECIAL = list(":'\"-[]{}&*!#%|>,?@`\n\t =;()<>.\\$+/") + ["a", "Z", "0", "9", "é", "\x00", "\x85"]
+SPECIAL = [*":'\"-[]{}&*!#%|>,?@`\n\t =;()<>.\\$+/", "a", "Z", "0", "9", "é", "\x00", "\x85"]
 
 
 def test_the_documents_load_as_written() -> None:
