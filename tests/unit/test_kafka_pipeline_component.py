@@ -20,6 +20,7 @@ from dagster.components.testing import create_defs_folder_sandbox
 from dagster_kafka_flinklike import (
     ConsumerLagCheck,
     DirtyDataCheck,
+    KafkaComponentError,
     KafkaOptionsError,
     KafkaPipelineComponent,
     KafkaTableSpec,
@@ -509,3 +510,36 @@ def test_no_error_of_a_load_shows_a_value_of_the_yaml(old: str, new: str) -> Non
     printed = load_failure(PIPELINE.replace(old, new, 1), FILES)
     assert "defs.yaml" in printed
     assert SECRET not in printed
+
+
+def test_resources_and_tables_given_as_text_or_unknown_settings_are_our_errors() -> None:
+    for new, at, expected in [
+        ("  kafka:\n    k: 1\n", "k: 1", "kafka: unknown setting(s) 'k'"),
+        ("  kafka: oops\n", "kafka: oops", "kafka: expected a mapping of"),
+        (
+            "  kafka:\n    properties: {acks: [all]}\n",
+            "properties: {acks",
+            "kafka: properties 'acks' must be text or numbers",
+        ),
+        ("  spark: oops\n", "spark: oops", "spark: expected a mapping of"),
+    ]:
+        defs_yaml = PIPELINE.replace("  sensors:\n", new + "  sensors:\n", 1)
+        message = load_error(defs_yaml, FILES)
+        assert f"defs.yaml:{line_of(defs_yaml, at)}: {expected}" in message
+    tables = PIPELINE[PIPELINE.index("  tables:") : PIPELINE.index("  assets:")]
+    message = load_error(PIPELINE.replace(tables, "  tables: oops\n"), FILES)
+    assert "defs.yaml:3: tables: expected a mapping of table names to tables, got text." in message
+
+
+def test_an_error_of_a_component_built_in_python_is_ours() -> None:
+    orders = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": "orders", "format": "json"},
+        columns=[{"name": "order_id", "type": "STRING"}],
+        name="orders",
+    )
+    component = KafkaPipelineComponent(
+        tables={"orders": orders},
+        assets=[AssetModel(query="SELECT * FROM orders", sources=["orders"], sink="out")],
+    )
+    with pytest.raises(KafkaComponentError, match=r"table 'out' is not declared in 'tables'"):
+        build_defs_for_component(component)
