@@ -331,3 +331,35 @@ class KafkaClientError(KafkaConnectorError):
         super().__init__(message)
         self.kafka_error = kafka_error_of(cause) if cause is not None else None
         self.kind = classify_kafka_error(cause) if cause is not None else None
+
+
+class KafkaYamlError(KafkaOptionsError):
+    """A YAML document the connector reads itself (a data-ingestion pipeline) is not valid YAML,
+    references itself, nests too deep, or declares something invalid.
+
+    The message starts with where it is: ``file:line:column:`` for a file, ``line L, column C:``
+    for text; ``keys`` names the keys at fault. It never quotes the document's text, which may
+    hold a password. ``reason`` is the message without the place.
+
+    Example:
+        >>> str(KafkaYamlError("not valid YAML.", file="p.yaml", line=3, column=7))
+        'p.yaml:3:7: not valid YAML.'
+        >>> KafkaYamlError("not valid YAML.", line=3, column=7).reason
+        'not valid YAML.'
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int,
+        column: int,
+        file: str | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> None:
+        where = f"{file}:{line}:{column}" if file is not None else f"line {line}, column {column}"
+        super().__init__(f"{where}: {message}", keys=keys)
+        self.reason = message
+        self.file = file
+        self.line = line
+        self.column = column

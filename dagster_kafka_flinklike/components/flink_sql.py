@@ -31,7 +31,17 @@ from ..options import KafkaTableSpec
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
 from ..translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
 
-__all__ = ["build_flink_sql_definitions", "identifier", "partition_period"]
+__all__ = [
+    "MAX_END_OFFSET",
+    "build_flink_sql_definitions",
+    "check_end_offset",
+    "identifier",
+    "partition_period",
+]
+
+#: The most windows time-window partitions may reach past (or hold back from) the last complete
+#: window: Dagster steps through each of them whenever it looks for the first or last partition.
+MAX_END_OFFSET = 1000
 
 
 def identifier(text: str, default: str) -> str:
@@ -39,12 +49,34 @@ def identifier(text: str, default: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_") or default
 
 
+def check_end_offset(end_offset: int, key: str = "end_offset") -> None:
+    """Refuse an ``end_offset`` beyond :data:`MAX_END_OFFSET` windows, naming ``key``.
+
+    Raises:
+        KafkaOptionsError: the offset is out of bounds; the message says what to use instead.
+    """
+    if -MAX_END_OFFSET <= end_offset <= MAX_END_OFFSET:
+        return
+    instead = (
+        "Use 1 to make the current window a partition: windows further ahead hold no records yet"
+        if end_offset > 0
+        else "To wait for late records use 'allowed_lateness'; for a fixed last window, 'end'"
+    )
+    raise KafkaOptionsError(
+        f"'{key}' = {end_offset} is out of bounds: at most {MAX_END_OFFSET} windows past the last "
+        f"complete one, or held back from it (Dagster steps through each of them whenever it "
+        f"looks for a partition). {instead}.",
+        keys=(key,),
+    )
+
+
 def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, int] | None:
     """``(period_ms, first_start_ms)`` of fixed-length time-window partitions, else None.
 
     Raises:
         KafkaOptionsError: time windows of varying length (monthly, or across a daylight saving
-            change), which no aggregation window divides.
+            change), which no aggregation window divides, or an ``end_offset`` out of bounds
+            (:func:`check_end_offset`).
     """
     if partitions_def is None:
         return None
@@ -54,6 +86,7 @@ def partition_period(partitions_def: PartitionsDefinition | None) -> tuple[int, 
             f"partitioned by time windows (e.g. HourlyPartitionsDefinition), or not at all.",
             keys=("partitions_def",),
         )
+    check_end_offset(partitions_def.end_offset, "partitions_def.end_offset")
     first = partitions_def.get_first_partition_window()
     if first is None:
         raise KafkaOptionsError("partitions_def has no partition yet.", keys=("partitions_def",))

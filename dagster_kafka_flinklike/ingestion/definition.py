@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import KafkaOptionsError, KafkaOptionsWarning
+from ..errors import KafkaOptionsError, KafkaOptionsWarning, KafkaYamlError
 from ..options import METADATA, Column, FlinkType, KafkaTableSpec
 from ..options._ingestion import (
     INGESTION_KEYS,
@@ -27,6 +27,7 @@ from ..options._ingestion import (
     known_keys,
 )
 from ..options._table import did_you_mean
+from ._yaml import MAX_DEPTH, KeyPath, YamlDocument, load_yaml, path_text
 from .tables import Route, TableId, TopicMapping, route_table
 from .transform import TransformRule
 
@@ -130,21 +131,26 @@ class DataIngestionPipeline:
         return next((t for t in self.transforms if t.source_table.matches(table)), None)
 
 
-def _substitute(value: Any, variables: Mapping[str, str], where: str = "") -> Any:
+def _substitute(
+    value: Any, variables: Mapping[str, str], doc: YamlDocument, at: KeyPath = ()
+) -> Any:
+    """``value`` with its ``${name}`` placeholders replaced."""
+    if len(at) > MAX_DEPTH:  # (a mapping given in Python may even contain itself)
+        raise doc.error(f"'{path_text(at[:3])}' nests more than {MAX_DEPTH} levels deep.", at[:3])
     if isinstance(value, dict):
-        return {
-            k: _substitute(v, variables, f"{where}.{k}" if where else k) for k, v in value.items()
-        }
+        return {k: _substitute(v, variables, doc, (*at, str(k))) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, variables, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_substitute(v, variables, doc, (*at, i)) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
 
     def replace(found: re.Match[str]) -> str:
         name = found.group(1).strip()
         if name not in variables:
-            raise KafkaOptionsError(
-                f"'{where}' uses '${{{name}}}', which has no value: pass it in 'variables'.",
+            raise doc.error(
+                f"'{path_text(at)}' uses '${{{name}}}', which has no value: pass it in "
+                f"'variables'.",
+                at,
                 keys=(name,),
             )
         return str(variables[name])
@@ -156,12 +162,23 @@ def _text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def _kind(value: Any) -> str:
+    """What a YAML value is, for messages (its text may be a secret)."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "a value" if isinstance(value, str | int | float | bool) else f"a {type(value).__name__}"
+
+
 def _flat(
     where: str, node: Any, nested: bool = False, prefix: str = "", section: str = ""
 ) -> dict[str, str]:
     """A section's ``key: scalar`` entries as strings (nested mappings joined with '.')."""
     if not isinstance(node, dict):
-        raise KafkaOptionsError(f"{where}: expected a mapping of options, got {node!r}.")
+        raise KafkaOptionsError(f"{where}: expected a mapping of options, got {_kind(node)}.")
     out: dict[str, str] = {}
     for key, value in node.items():
         name = f"{prefix}{key}"
@@ -172,7 +189,8 @@ def _flat(
             out.update(_flat(where, value, nested, f"{name}.", section))
         elif value is None or isinstance(value, dict | list):
             raise KafkaOptionsError(
-                f"{where}: '{name}' must be a value (text, number or true/false), got {value!r}.",
+                f"{where}: '{name}' must be a value (text, number or true/false), got "
+                f"{_kind(value)}.",
                 keys=(name,),
             )
         else:
@@ -401,43 +419,63 @@ def _sink(options: Mapping[str, str], source: IngestionSource) -> IngestionSink:
     )
 
 
-def _entries(section: str, node: Any) -> list[dict[str, str]]:
+def _entries(doc: YamlDocument, section: str, node: Any) -> list[dict[str, str]]:
     if node is None:
         return []
     if not isinstance(node, list):
-        raise KafkaOptionsError(f"'{section}' must be a list of entries, got {node!r}.")
+        raise doc.error(
+            f"'{section}' must be a list of entries, got {_kind(node)}.", (section,), (section,)
+        )
     out = []
     for i, entry in enumerate(node):
         where = f"{section}[{i}]"
-        options = _flat(where, entry, section=section)
-        _check_keys(section, where, options)
+        with doc.blame((section, i)):
+            options = _flat(where, entry, section=section)
+            _check_keys(section, where, options)
         out.append(options)
     return out
 
 
-def _load(pipeline: str | Path | Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
-    import yaml
+def _decode(pipeline: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise KafkaYamlError(
+            "not valid YAML: the file is not UTF-8 text.",
+            file=str(pipeline),
+            line=line,
+            column=column,
+        ) from None
 
+
+def _load(pipeline: str | Path | Mapping[str, Any]) -> tuple[YamlDocument, str | None]:
     if isinstance(pipeline, Mapping):
-        return pipeline, None
-    text, stem = pipeline, None
+        return YamlDocument(pipeline), None
     if isinstance(pipeline, Path):
         try:
-            text = pipeline.read_text(encoding="utf-8")
+            data = pipeline.read_bytes()
         except OSError as exc:
             raise KafkaOptionsError(
-                f"Cannot read the pipeline YAML {str(pipeline)!r}: {exc}"
+                f"Cannot read the pipeline YAML {str(pipeline)!r}: {exc.strerror or exc}."
             ) from None
-        stem = pipeline.stem
-    try:
-        loaded = yaml.safe_load(str(text))
-    except yaml.YAMLError as exc:
-        raise KafkaOptionsError(f"The pipeline is not valid YAML: {exc}") from None
-    if not isinstance(loaded, dict):
+        doc = load_yaml(_decode(pipeline, data), str(pipeline))
+        stem: str | None = pipeline.stem
+    elif isinstance(pipeline, str):
+        doc, stem = load_yaml(pipeline), None
+    else:
         raise KafkaOptionsError(
-            "A data-ingestion pipeline is a YAML mapping with 'source' and 'sink'."
+            f"A data-ingestion pipeline is YAML text, a Path to a YAML file or a mapping, not "
+            f"{type(pipeline).__name__}."
         )
-    return loaded, stem
+    if not isinstance(doc.data, dict):
+        raise doc.error(
+            f"A data-ingestion pipeline is a YAML mapping with 'source' and 'sink', not "
+            f"{_kind(doc.data)}.",
+            (),
+        )
+    return doc, stem
 
 
 def parse_data_ingestion(
@@ -461,59 +499,72 @@ def parse_data_ingestion(
     Raises:
         KafkaOptionsError: a key that is unknown, refused or malformed, a source or sink that
             is not Kafka, or a placeholder without a value; the message names the section and
-            the key.
+            the key. From YAML text or a file it is a :class:`~..errors.KafkaYamlError` that
+            starts with the line and column (and the file): so is text that is not valid YAML,
+            an anchor that references itself, or values nested too deep. No message quotes a
+            value that may be a secret.
     """
-    loaded, stem = _load(pipeline)
+    doc, stem = _load(pipeline)
+    loaded = doc.data
     for section in ("source", "sink"):  # another system is refused before anything else
         node = loaded.get(section)
         kind = node.get("type") if isinstance(node, dict) else None
         if isinstance(kind, str) and "${" not in kind:
-            _kafka_type(section, {"type": kind})
-    document = _substitute(dict(loaded), dict(variables or {}))
+            with doc.blame((section,)):
+                _kafka_type(section, {"type": kind})
+    document = _substitute(dict(loaded), dict(variables or {}), doc)
     unknown = [k for k in document if k not in _TOP]
     if unknown:
-        raise KafkaOptionsError(
-            f"Unknown top-level key(s) {', '.join(map(repr, unknown))}: a data-ingestion "
-            f"pipeline has {', '.join(_TOP)}.",
+        raise doc.error(
+            f"Unknown top-level key(s) {', '.join(repr(str(k)) for k in unknown)}: a "
+            f"data-ingestion pipeline has {', '.join(_TOP)}.",
+            (),
             keys=tuple(map(str, unknown)),
         )
     for required in ("source", "sink"):
         if required not in document:
-            raise KafkaOptionsError(
+            raise doc.error(
                 f"The pipeline has no '{required}': a data-ingestion pipeline reads a Kafka "
                 f"'source' and writes a Kafka 'sink' (both 'type: kafka').",
+                (),
                 keys=(required,),
             )
-    settings = _flat("pipeline", document.get("pipeline") or {}, nested=True)
-    _check_keys("pipeline", "pipeline", settings)
+    with doc.blame(("pipeline",)):
+        settings = _flat("pipeline", document.get("pipeline") or {}, nested=True)
+        _check_keys("pipeline", "pipeline", settings)
+        parallelism = int(settings["parallelism"]) if "parallelism" in settings else None
+        if parallelism is not None and parallelism < 1:
+            raise KafkaOptionsError(
+                "pipeline: 'parallelism' must be at least 1.", keys=("parallelism",)
+            )
     pipeline_name = settings.get("name") or None
     default = pipeline_name or name or stem or "data_ingestion"
-    source = _source(_flat("source", document["source"]), f"{default} source")
-    sink = _sink(_flat("sink", document["sink"]), source)
-    routes = tuple(
-        Route.parse(
-            e["source-table"],
-            e["sink-table"],
-            replace_symbol=e.get("replace-symbol"),
-            description=e.get("description"),
-        )
-        for e in _entries("route", document.get("route"))
-    )
-    transforms = tuple(
-        TransformRule.parse(i, e)
-        for i, e in enumerate(_entries("transform", document.get("transform")))
-    )
-    parallelism = int(settings["parallelism"]) if "parallelism" in settings else None
-    if parallelism is not None and parallelism < 1:
-        raise KafkaOptionsError(
-            "pipeline: 'parallelism' must be at least 1.", keys=("parallelism",)
-        )
-    _check_loop(source, sink, routes)
+    with doc.blame(("source",)):
+        source = _source(_flat("source", document["source"]), f"{default} source")
+    with doc.blame(("sink",)):
+        sink = _sink(_flat("sink", document["sink"]), source)
+    routes = []
+    for i, e in enumerate(_entries(doc, "route", document.get("route"))):
+        with doc.blame(("route", i)):
+            routes.append(
+                Route.parse(
+                    e["source-table"],
+                    e["sink-table"],
+                    replace_symbol=e.get("replace-symbol"),
+                    description=e.get("description"),
+                )
+            )
+    transforms = []
+    for i, e in enumerate(_entries(doc, "transform", document.get("transform"))):
+        with doc.blame(("transform", i)):
+            transforms.append(TransformRule.parse(i, e))
+    with doc.blame(("sink",)):
+        _check_loop(source, sink, tuple(routes))
     return DataIngestionPipeline(
         source=source,
         sink=sink,
-        routes=routes,
-        transforms=transforms,
+        routes=tuple(routes),
+        transforms=tuple(transforms),
         name=pipeline_name,
         parallelism=parallelism,
         dirty_collector=settings.get("dirty-data.collector.type"),

@@ -20,6 +20,7 @@ _IDENT = re.compile(r"[^\W\d][\w$]*")
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _SYMBOLS = ("<=", ">=", "<>", "!=", "||", "::")
 _UNICODE_PREFIX = re.compile(r"[uU]&'")
+_KINDS = {IDENT: "a word", QIDENT: "a `quoted identifier`", NUMBER: "a number", SYMBOL: "a symbol"}
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,15 @@ class Token:
         """True for an unquoted identifier equal (ignoring case) to one of ``words``."""
         return self.kind == IDENT and self.value.upper() in words
 
-    def describe(self) -> str:
-        """How the token is named in messages; string literals are never quoted (secrets)."""
+    def describe(self, quote: bool = True) -> str:
+        """How the token is named in messages; string literals are never quoted (secrets), nor
+        any token when ``quote`` is false (it follows a secret option's key)."""
         if self.kind == STRING:
             return "a string literal"
         if self.kind == EOF:
             return "the end of the script"
+        if not quote:
+            return _KINDS[self.kind]
         return f"'{self.text[:40]}'"
 
 

@@ -11,7 +11,14 @@ import dataclasses
 import warnings
 
 from ..errors import FlinkSqlError, KafkaOptionsError, KafkaOptionsWarning
-from ..options import CONNECTORS, Column, FlinkTypeError, KafkaTableSpec, parse_flink_type
+from ..options import (
+    CONNECTORS,
+    Column,
+    FlinkTypeError,
+    KafkaTableSpec,
+    is_secret,
+    parse_flink_type,
+)
 from .lexer import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
 from .queries import query_sources
 from .statements import CreateTable, CreateView, InsertInto, SetOption, Statement, Watermark
@@ -29,6 +36,9 @@ class _Parser:
         self.strict = strict
         self.soft_error: KafkaOptionsError | None = None
         self.first_tokens: list[Token] = []
+        #: Inside a WITH list or SET after a secret option's key: messages quote no token (a
+        #: password cut short by a stray quote reads as words).
+        self.secret = False
 
     # -- token helpers ---------------------------------------------------------------------
     @property
@@ -37,6 +47,10 @@ class _Parser:
 
     def ahead(self, n: int) -> Token:
         return self.tokens[min(self.i + n, len(self.tokens) - 1)]
+
+    def found(self, tok: Token | None = None) -> str:
+        """How messages name ``tok`` (default: the current token)."""
+        return (tok or self.tok).describe(quote=not self.secret)
 
     def advance(self) -> Token:
         tok = self.tok
@@ -68,7 +82,7 @@ class _Parser:
 
     def expect(self, *words: str) -> None:
         if not self.accept(*words):
-            raise self.error(f"expected {' '.join(words)} but found {self.tok.describe()}")
+            raise self.error(f"expected {' '.join(words)} but found {self.found()}")
 
     def accept_symbol(self, symbol: str) -> bool:
         if self.tok.kind == SYMBOL and self.tok.value == symbol:
@@ -79,12 +93,12 @@ class _Parser:
     def expect_symbol(self, symbol: str) -> Token:
         tok = self.tok
         if not self.accept_symbol(symbol):
-            raise self.error(f"expected '{symbol}' but found {tok.describe()}")
+            raise self.error(f"expected '{symbol}' but found {self.found(tok)}")
         return tok
 
     def ident(self, what: str = "an identifier") -> str:
         if self.tok.kind not in (IDENT, QIDENT):
-            raise self.error(f"expected {what} but found {self.tok.describe()}")
+            raise self.error(f"expected {what} but found {self.found()}")
         return self.advance().value
 
     def qualified_name(self) -> tuple[str, ...]:
@@ -96,7 +110,7 @@ class _Parser:
 
     def string(self, what: str) -> str:
         if self.tok.kind != STRING:
-            raise self.error(f"expected {what} (a string literal) but found {self.tok.describe()}")
+            raise self.error(f"expected {what} (a string literal) but found {self.found()}")
         return self.advance().value
 
     def ident_list(self) -> tuple[str, ...]:
@@ -146,7 +160,7 @@ class _Parser:
             self.advance()
         tokens = self.tokens[start : self.i]
         if not tokens:
-            raise self.error(f"expected {what} but found {self.tok.describe()}")
+            raise self.error(f"expected {what} but found {self.found()}")
         return self.source_text(tokens), tokens
 
     # -- statements ------------------------------------------------------------------------
@@ -189,15 +203,18 @@ class _Parser:
                 return self.create_table(first, temporary)
             if self.accept("VIEW"):
                 return self.create_view(first, temporary)
-            raise self.error(f"expected TABLE or VIEW after CREATE but found {self.tok.describe()}")
+            raise self.error(f"expected TABLE or VIEW after CREATE but found {self.found()}")
         if self.accept("INSERT"):
             return self.insert(first)
         if self.accept("SET"):
             key = self.string("an option key")
+            self.secret = is_secret(key)
             self.expect_symbol("=")
-            return SetOption(key, self.string("an option value"), line=first.line)
+            value = self.string("an option value")
+            self.secret = False
+            return SetOption(key, value, line=first.line)
         raise self.error(
-            f"unsupported statement starting with {first.describe()}; supported are CREATE "
+            f"unsupported statement starting with {self.found(first)}; supported are CREATE "
             f"TABLE, CREATE VIEW, INSERT INTO and SET"
         )
 
@@ -329,7 +346,7 @@ class _Parser:
             if self.accept_symbol(")"):
                 return columns, primary_key, watermark
             if not self.accept_symbol(","):
-                raise self.error(f"expected ',' or ')' but found {self.tok.describe()}")
+                raise self.error(f"expected ',' or ')' but found {self.found()}")
 
     def set_primary_key(
         self, current: tuple[str, ...], names: tuple[str, ...], tok: Token
@@ -363,7 +380,7 @@ class _Parser:
         type_tokens = self.until(angle=True)
         if not type_tokens or type_tokens[0].kind != IDENT:
             raise self.error(
-                f"expected the type of column '{name}' but found {type_tok.describe()}", type_tok
+                f"expected the type of column '{name}' but found {self.found(type_tok)}", type_tok
             )
         try:
             parse_flink_type(" ".join(t.text for t in type_tokens))
@@ -402,14 +419,20 @@ class _Parser:
         while True:
             key_tok = self.tok
             key = self.string("an option key such as 'connector'")
+            self.secret = self.secret or is_secret(key)
             self.expect_symbol("=")
             value = self.string(f"the value of option '{key[:60]}'")
             if key in options:
                 self.soft(KafkaOptionsError(f"option '{key}' is set twice.", keys=(key,)), key_tok)
             options[key] = value
             if self.accept_symbol(")"):
+                self.secret = False
                 return options
-            self.expect_symbol(",")
+            if not self.accept_symbol(","):
+                raise self.error(
+                    f"expected ',' or ')' after the value of option '{key[:60]}' but found "
+                    f"{self.found()} (a quote inside a value is written twice: '')"
+                )
 
     def create_view(self, first: Token, temporary: bool) -> CreateView:
         if_not_exists = self.accept("IF", "NOT", "EXISTS")
@@ -452,7 +475,7 @@ class _Parser:
         query_tok = self.tok
         query, tokens = self.rest("a query (SELECT, VALUES, ...)")
         if not (query_tok.is_word(*_QUERY_START) or query_tok.value == "("):
-            raise self.error(f"expected a query but found {query_tok.describe()}", query_tok)
+            raise self.error(f"expected a query but found {self.found(query_tok)}", query_tok)
         return InsertInto(
             ".".join(qname),
             qname,

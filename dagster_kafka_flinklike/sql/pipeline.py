@@ -311,6 +311,19 @@ def _ctas_inserts(statements: list[Any]) -> list[Any]:
     return out
 
 
+def _read_script(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KafkaOptionsError(
+            f"Cannot read the Flink SQL file {str(path)!r}: {exc.strerror or exc}."
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise KafkaOptionsError(
+            f"The Flink SQL file {str(path)!r} is not UTF-8 text (byte {exc.start})."
+        ) from None
+
+
 def plan_flink_sql(
     script: str | Path,
     *,
@@ -330,8 +343,9 @@ def plan_flink_sql(
         FlinkSqlError: a syntax error, an invalid table, an unknown table, a construct with no
             faithful translation, or a stateful query that bounded runs cannot run as Flink
             would; each with its line and column.
+        KafkaOptionsError: a file that cannot be read, or is not UTF-8 text.
     """
-    text = Path(script).read_text() if isinstance(script, Path) else script
+    text = _read_script(script) if isinstance(script, Path) else script
     statements = _ctas_inserts(parse_flink_sql(text))
     known: dict[str, KafkaTableSpec] = dict(tables or {})
     declared_at: dict[str, int] = {}

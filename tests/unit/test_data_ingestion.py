@@ -4,6 +4,7 @@ routes, topic mapping, transforms, types, and every refusal with its exact messa
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from dagster_kafka_flinklike import (
     build_data_ingestion_definitions,
     parse_data_ingestion,
 )
+from dagster_kafka_flinklike.errors import KafkaYamlError
 from dagster_kafka_flinklike.ingestion import Route, Selectors, TableId, TopicMapping, route_table
 from dagster_kafka_flinklike.ingestion.encode import connect_schema
 from dagster_kafka_flinklike.ingestion.observe import jdbc_type, mysql_type
@@ -31,6 +33,11 @@ def refused(text: str, **kw: object) -> KafkaOptionsError:
     with pytest.raises(KafkaOptionsError) as caught:
         parse_data_ingestion(text, **kw)  # type: ignore[arg-type]
     return caught.value
+
+
+def reason(error: BaseException) -> str:
+    """The message without its place (``line 2, column 7: ``), which the YAML text gives."""
+    return error.reason if isinstance(error, KafkaYamlError) else str(error)
 
 
 # -- the seed's examples ------------------------------------------------------------------------
@@ -73,14 +80,15 @@ def test_seed_examples_of_other_systems_are_refused_as_written() -> None:
         if example.source_type != "kafka" or example.sink_type not in ("kafka", None):
             with pytest.raises(KafkaOptionsError) as caught:
                 parse_data_ingestion(example.text)
-            messages[example.line] = str(caught.value).splitlines()[0]
+            messages[example.line] = reason(caught.value).splitlines()[0]
     kafka_only = "is not supported: this product is Kafka ↔ Kafka on Spark"
     assert messages == {
         2201: f"sink: 'type' = 'hologres' {kafka_only}; the sink must be 'type: kafka'.",
         2219: f"source: 'type' = 'mysql' {kafka_only}; the source must be 'type: kafka'.",
         2553: f"source: 'type' = 'mysql' {kafka_only}; the source must be 'type: kafka'.",
         # the document's own typo: ' route:' indented by one space is not YAML
-        2572: "The pipeline is not valid YAML: while parsing a block mapping",
+        2572: "not valid YAML: expected <block end>, but found '<block mapping start>' "
+        "(while parsing a block mapping at line 1).",
         2599: f"source: 'type' = 'mysql' {kafka_only}; the source must be 'type: kafka'.",
         2617: f"source: 'type' = 'mysql' {kafka_only}; the source must be 'type: kafka'.",
     }
@@ -92,7 +100,7 @@ def test_seed_source_sections_need_a_sink_and_load_with_one() -> None:
     sink = "sink:\n  type: kafka\n  topic: out\n  value.format: json\n"
     for example in sources:
         text = as_written(example, "broker:9092", "test-in")
-        assert str(refused(text)) == (
+        assert reason(refused(text)) == (
             "The pipeline has no 'sink': a data-ingestion pipeline reads a Kafka 'source' and "
             "writes a Kafka 'sink' (both 'type: kafka')."
         )
@@ -392,8 +400,7 @@ def test_transform_expressions_are_translated_to_spark_sql() -> None:
         ),
         (
             "source: {type: kafka, topic: a, properties: {acks: all}}\nsink: {type: kafka}",
-            "source: 'properties' must be a value (text, number or true/false), got "
-            "{'acks': 'all'}.",
+            "source: 'properties' must be a value (text, number or true/false), got a mapping.",
             ("properties",),
         ),
     ],
@@ -401,13 +408,13 @@ def test_transform_expressions_are_translated_to_spark_sql() -> None:
 def test_refusals_name_the_key(text: str, message: str | None, keys: tuple[str, ...]) -> None:
     error = refused(text)
     if message is not None:
-        assert str(error) == message
+        assert reason(error) == message
     assert error.keys == keys
 
 
 def test_unknown_keys_get_a_hint_and_the_list_of_keys() -> None:
     error = refused("source: {type: kafka, topic: a, value.fromat: json}\nsink: {type: kafka}")
-    assert str(error).startswith(
+    assert reason(error).startswith(
         "source: unknown key 'value.fromat' (did you mean 'value.format'?). A source takes: "
         "type, name, properties.bootstrap.servers, properties.*, value.format, key.format, "
     )
@@ -417,14 +424,14 @@ def test_source_table_options_are_validated_as_kafka_table_options() -> None:
     error = refused(
         "source: {type: kafka, topic: a, scan.startup.mode: timestamp}\nsink: {type: kafka}"
     )
-    assert str(error) == (
+    assert reason(error) == (
         "source: 'scan.startup.timestamp-millis' is required in 'timestamp' startup mode but "
         "missing."
     )
     error = refused(
         "source: {type: kafka, topic: a, properties.no.such.setting: 1}\nsink: {type: kafka}"
     )
-    assert str(error) == (
+    assert reason(error) == (
         "source: Option 'properties.no.such.setting' is not a Kafka client setting librdkafka "
         "knows. See docs/options.md, 'Kafka client properties'."
     )
@@ -450,7 +457,7 @@ def test_initial_schemas_must_be_create_table_statements() -> None:
         "source: {type: kafka, topic: a, scan.value.initial-schemas.ddls: "
         "'INSERT INTO x SELECT 1'}\nsink: {type: kafka}"
     )
-    assert str(refused(text)) == (
+    assert reason(refused(text)) == (
         "source: 'scan.value.initial-schemas.ddls' holds InsertInto; write only 'CREATE TABLE "
         "db.t (col TYPE, ...)' statements, without WITH."
     )
@@ -572,3 +579,156 @@ def test_a_discovery_sensor_watches_the_source_at_its_interval() -> None:
     defs = build_data_ingestion_definitions(text, discovery_sensor=True)
     [sensor] = defs.sensors or []
     assert sensor.minimum_interval_seconds == 120
+
+
+# -- YAML that breaks a loader: our error, the file, the line, the key, never a secret ----------
+
+SECRET = "Hunter2-s3cr3t"
+
+
+def yaml_error(text: str, tmp_path: Path | None = None) -> KafkaYamlError:
+    """The error of ``text`` as a pipeline, given as text (or as a file in ``tmp_path``)."""
+    source: str | Path = text
+    if tmp_path is not None:
+        source = tmp_path / "pipeline.yaml"
+        source.write_text(text, encoding="utf-8")
+    with pytest.raises(KafkaYamlError) as caught:
+        parse_data_ingestion(source)
+    assert SECRET not in str(caught.value)
+    return caught.value
+
+
+def test_a_self_referencing_anchor_names_the_file_line_and_key(tmp_path: Path) -> None:
+    assert str(yaml_error("a: &x [*x]")) == (
+        "line 1, column 8: 'a[0]': an alias ('*') refers to the value that holds it (a "
+        "self-referencing anchor): such a value has no end; write it out instead."
+    )
+    text = "sink: {type: kafka}\nsource:\n  type: kafka\n  topic: &t\n    - a\n    - *t\n"
+    error = yaml_error(text, tmp_path)
+    assert str(error).startswith(f"{tmp_path / 'pipeline.yaml'}:6:7: 'source.topic[1]': an alias")
+    assert (error.file, error.line, error.column, error.keys) == (
+        str(tmp_path / "pipeline.yaml"),
+        6,
+        7,
+        ("source.topic[1]",),
+    )
+
+
+def test_deep_nesting_and_alias_bombs_are_refused_at_once() -> None:
+    deep = yaml_error("source: {type: kafka, topic: " + "[" * 5000 + "]" * 5000 + "}")
+    assert str(deep) == (
+        "line 1, column 61: 'source.topic[0][0][0][0]…': values nest more than 32 levels "
+        "deep; a pipeline's sections are mappings of options, lists of routes and transforms."
+    )
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
+    bomb = yaml_error("\n".join(lines))
+    assert bomb.line == 5
+    assert bomb.reason.startswith("'a4[9]': its aliases expand it to more than 100000 values")
+    # a mapping given in Python that contains itself
+    looped: dict[str, object] = {"sink": {"type": "kafka"}}
+    looped["source"] = looped
+    with pytest.raises(KafkaOptionsError, match="nests more than 32 levels deep"):
+        parse_data_ingestion(looped)
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "expected"),
+    [
+        (  # a quoted value followed by more text
+            f'properties.ssl.key.password: "{SECRET}" and more',
+            49,
+            "not valid YAML in 'source': expected <block end>, but found '<scalar>' (while "
+            "parsing a block mapping at line 2).",
+        ),
+        (  # a quote never closed: yaml's snippet would show the whole line
+            f'properties.sasl.jaas.config: \'PlainLoginModule required password="{SECRET}";',
+            1,
+            "not valid YAML in 'source': found unexpected end of stream (while scanning a quoted "
+            "scalar at line 4).",
+        ),
+        (  # '*' starts an alias: yaml's message would name it
+            f"properties.sasl.password: *{SECRET}",
+            29,
+            "not valid YAML in 'source.properties.sasl.password': found undefined alias.",
+        ),
+        (  # '!' starts a tag
+            f"properties.sasl.password: !{SECRET} x",
+            29,
+            "not valid YAML in 'source.properties.sasl.password': could not determine a "
+            "constructor for the tag.",
+        ),
+        (  # a tab where yaml expects a token
+            f"properties.ssl.key.password:\t{SECRET}\t:",
+            31,
+            "not valid YAML in 'source': found character '\\t' that cannot start any token.",
+        ),
+    ],
+)
+def test_a_yaml_error_gives_the_line_and_column_and_never_the_text(
+    tmp_path: Path, line: str, column: int, expected: str
+) -> None:
+    text = f"source:\n  type: kafka\n  topic: cdc\n  {line}\nsink: {{type: kafka}}\n"
+    if "unexpected end" in expected:  # the quote runs to the end
+        text = text.replace("sink: {type: kafka}\n", "")
+    error = yaml_error(text, tmp_path)
+    row = 5 if "unexpected end" in expected else 4
+    assert str(error) == f"{tmp_path / 'pipeline.yaml'}:{row}:{column}: {expected}"
+
+
+def test_values_python_cannot_build_and_bytes_that_are_not_text_are_yaml_errors(
+    tmp_path: Path,
+) -> None:
+    assert str(yaml_error("source: {type: kafka, topic: 2026-13-45}")) == (
+        "line 1, column 30: not valid YAML in 'source.topic': the value cannot be read as a "
+        "timestamp."
+    )
+    assert yaml_error("source: {type: kafka, topic: !!int x}").reason.endswith(
+        "the value cannot be read as an integer."
+    )
+    assert yaml_error("source: {type: kafka, topic: [{a: b}: c]}").reason.endswith(
+        "found unhashable key (while constructing a mapping at line 1)."
+    )
+    assert str(yaml_error("source: {type: kafka,\n topic: \x00}")) == (
+        "line 2, column 9: not valid YAML: special characters are not allowed (a control "
+        "character or an unpaired surrogate)."
+    )
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(
+        f"source:\n  type: kafka\n  properties.sasl.password: '\xe9{SECRET}'\n".encode("latin-1")
+    )
+    with pytest.raises(KafkaYamlError) as caught:
+        parse_data_ingestion(path)
+    assert str(caught.value) == f"{path}:3:30: not valid YAML: the file is not UTF-8 text."
+
+
+def test_a_secret_key_holding_a_list_or_mapping_is_refused_without_its_value() -> None:
+    error = refused(
+        f"source: {{type: kafka, topic: a, properties.sasl.jaas.config: [{SECRET}]}}\n"
+        "sink: {type: kafka}"
+    )
+    assert str(error) == (
+        "line 1, column 33: source: 'properties.sasl.jaas.config' must be a value (text, number "
+        "or true/false), got a list."
+    )
+    assert str(refused(f"source: [{SECRET}]\nsink: {{type: kafka}}")) == (
+        "line 1, column 1: source: expected a mapping of options, got a list."
+    )
+
+
+def test_every_refusal_of_a_file_names_the_file_line_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "orders.yaml"
+    path.write_text(
+        "source:\n  type: kafka\n  topic: cdc\n  scan.startup.mode: first\nsink:\n  type: kafka\n"
+        "route:\n  - source-table: 'db.('\n    sink-table: x\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(KafkaYamlError) as caught:
+        parse_data_ingestion(path)
+    assert str(caught.value).startswith(
+        f"{path}:4:3: source: Invalid value for option 'scan.startup.mode': 'first'."
+    )
+    assert caught.value.keys == ("scan.startup.mode",)
+    path.write_text(path.read_text().replace("first", "earliest-offset"), encoding="utf-8")
+    with pytest.raises(KafkaYamlError, match=f"^{re.escape(str(path))}:8:5: 'source-table' holds"):
+        parse_data_ingestion(path)

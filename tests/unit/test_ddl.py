@@ -437,3 +437,49 @@ def test_reserved_words_and_odd_identifiers() -> None:
         "primary",
     ]
     assert table.columns[0].metadata_key == "timestamp"
+
+
+SECRET = "Hunter2-s3cr3t"
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
+
+
+@pytest.mark.parametrize(
+    ("options", "column", "message"),
+    [
+        (  # a single quote inside the value ends the string: the password reads as words
+            f"'properties.sasl.jaas.config' = '{JAAS}password='{SECRET}';'",
+            122,
+            "expected ',' or ')' after the value of option 'properties.sasl.jaas.config' but "
+            "found a word (a quote inside a value is written twice: '')",
+        ),
+        (  # a value written without quotes
+            f"'properties.sasl.password' = {SECRET}",
+            30,
+            "expected the value of option 'properties.sasl.password' (a string literal) but "
+            "found a word",
+        ),
+        (  # after a secret option, no token of the WITH list is quoted
+            f"'properties.ssl.key.password' = 'k', 'format' = 'json' {SECRET}",
+            56,
+            "expected ',' or ')' after the value of option 'format' but found a word (a quote "
+            "inside a value is written twice: '')",
+        ),
+    ],
+)
+def test_an_error_after_a_secret_option_quotes_no_token(
+    options: str, column: int, message: str
+) -> None:
+    sql = f"CREATE TABLE t (a STRING) WITH ('connector' = 'kafka', 'topic' = 't',\n{options})"
+    with pytest.raises(FlinkSqlError) as caught:
+        parse_flink_sql(sql)
+    assert str(caught.value) == f"line 2, column {column}: {message}"
+    assert SECRET not in str(caught.value)
+    with pytest.raises(FlinkSqlError) as caught:
+        parse_flink_sql(f"SET 'properties.sasl.password' = {SECRET}")
+    assert (
+        str(caught.value)
+        == "line 1, column 34: expected an option value (a string literal) but found a word"
+    )
+    # elsewhere a token is quoted, as before
+    with pytest.raises(FlinkSqlError, match="but found 'oops'"):
+        parse_flink_sql("CREATE TABLE t (a STRING) WITH ('format' = 'json' oops)")

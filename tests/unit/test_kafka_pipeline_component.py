@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import textwrap
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,8 +20,11 @@ from dagster.components.testing import create_defs_folder_sandbox
 from dagster_kafka_flinklike import (
     ConsumerLagCheck,
     DirtyDataCheck,
+    KafkaComponentError,
+    KafkaOptionsError,
     KafkaPipelineComponent,
     KafkaTableSpec,
+    build_flink_sql_definitions,
 )
 from dagster_kafka_flinklike.asset_decorator import streaming_tables
 from dagster_kafka_flinklike.components.kafka_pipeline.schema import AssetModel
@@ -394,3 +398,148 @@ def test_the_readme_example_loads() -> None:
         assert keys == {"kafka/orders", "kafka/large_orders", "kafka/hourly_orders"}
     message = load_error(defs_yaml.replace("earliest-offset", "first"), files)
     assert "defs.yaml:10: table 'orders', option 'scan.startup.mode'" in message
+
+
+# --- what breaks a load: our error with the file, line and key; no value of the YAML shown ---
+
+SECRET = "Hunter2-s3cr3t"
+
+
+def load_failure(defs_yaml: str, files: Mapping[str, str] | None = None) -> str:
+    """Everything a failed load prints: the whole traceback, each error of the chain."""
+    import traceback
+
+    with pytest.raises(Exception) as info, loaded(defs_yaml, files):
+        pass
+    return "".join(traceback.format_exception(info.value))
+
+
+def test_an_end_offset_out_of_bounds_is_refused_at_once() -> None:
+    for value, instead in ((10_000_000, "Use 1 to make the current window"), (-5000, "lateness")):
+        started = time.monotonic()
+        defs_yaml = PIPELINE.replace("end_offset: 1", f"end_offset: {value}")
+        message = load_error(defs_yaml, FILES)
+        assert time.monotonic() - started < 30
+        line = line_of(defs_yaml, "end_offset")
+        assert (
+            f"defs.yaml:{line}: Flink SQL file 'hourly_insert.sql', option 'end_offset': "
+            f"'end_offset' = {value} is out of bounds: at most 1000 windows"
+        ) in message
+        assert instead in message
+    with loaded(PIPELINE.replace("end_offset: 1", "end_offset: 1000"), FILES) as (_, defs, _):
+        hourly = defs.get_assets_def(AssetKey(["kafka", "hourly"]))
+        assert hourly.partitions_def is not None
+        assert hourly.partitions_def.get_last_partition_key() is not None
+    # the Python API too
+    far = HourlyPartitionsDefinition(start_date="2026-11-20-00:00", end_offset=10_000_000)
+    with pytest.raises(KafkaOptionsError, match=r"'partitions_def\.end_offset' = 10000000 is out"):
+        build_flink_sql_definitions(
+            "INSERT INTO b SELECT * FROM a;",
+            tables={
+                "a": KafkaTableSpec.from_options(
+                    {"connector": "kafka", "topic": "a", "format": "raw"}
+                )
+            },
+            partitions_def=far,
+        )
+
+
+def test_a_missing_sql_file_names_the_file_line_and_key(tmp_path: Path) -> None:
+    defs_yaml = PIPELINE.replace("- sql_file: hourly_insert.sql", "- sql_file: missing.sql")
+    message = load_error(defs_yaml, FILES)
+    assert f"defs.yaml:{line_of(defs_yaml, 'missing.sql')}: Flink SQL file 'missing.sql'" in message
+    assert "missing.sql': No such file or directory." in message
+    defs_yaml = PIPELINE.replace("sql_file: hourly.sql", "sql_file: gone.sql")
+    message = load_error(defs_yaml, FILES)
+    assert (
+        f"defs.yaml:{line_of(defs_yaml, 'gone.sql')}: table 'hourly', option 'sql_file'" in message
+    )
+    with pytest.raises(KafkaOptionsError, match=r"Cannot read the Flink SQL file .*: No such file"):
+        build_flink_sql_definitions(tmp_path / "none.sql")
+    (tmp_path / "latin1.sql").write_bytes(b"SET 'pipeline.name' = '\xe9';")
+    with pytest.raises(KafkaOptionsError, match="is not UTF-8 text"):
+        build_flink_sql_definitions(tmp_path / "latin1.sql")
+
+
+def test_a_translation_that_gives_no_asset_attributes_names_its_line() -> None:
+    translation = (
+        "  translation:\n    key_prefix: kafka\n    group_name: orders\n    tags: {team: data}"
+    )
+    assert translation in PIPELINE
+    defs_yaml = PIPELINE.replace(translation, "  translation: oops")
+    message = load_error(defs_yaml, FILES)
+    assert f"defs.yaml:{line_of(defs_yaml, 'translation:')}: translation: expected asset" in message
+    assert "got text" in message
+    defs_yaml = PIPELINE.replace(translation, '  translation: "{{ table.name }}"')
+    message = load_error(defs_yaml, FILES)
+    assert (
+        f"defs.yaml:{line_of(defs_yaml, 'translation:')}: translation of table 'large_orders' does "
+        "not give asset attributes: its template gives str, not a mapping of asset attributes"
+    ) in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # a value pydantic refuses, under a secret option
+            "ingestion.ignore-errors: true",
+            f"ingestion.ignore-errors: true\n        properties.sasl.password: [{SECRET}]",
+        ),
+        (  # a secret option put beside 'options' instead of under it
+            "      columns:\n        - {name: order_id",
+            f"      properties.sasl.password: {SECRET}\n      columns:\n        - {{name: order_id",
+        ),
+        (  # an entry refused by its model, whose Flink SQL holds a password
+            "sink: large_orders\n",
+            'sink: large_orders\n      sql: "CREATE TABLE x (a INT) WITH '
+            f"('properties.sasl.password' = '{SECRET}')\"\n",
+        ),
+        (  # a refused option a few lines below one: the lines around the field are not shown
+            "    orders:\n      options:\n",
+            f"    orders:\n      options:\n        properties.sasl.password: {SECRET}\n"
+            "        formt: x\n",
+        ),
+        (  # the Kafka resource's properties
+            "  sensors:\n",
+            f"  kafka:\n    properties: {{sasl.password: [{SECRET}]}}\n  sensors:\n",
+        ),
+    ],
+)
+def test_no_error_of_a_load_shows_a_value_of_the_yaml(old: str, new: str) -> None:
+    assert old in PIPELINE
+    printed = load_failure(PIPELINE.replace(old, new, 1), FILES)
+    assert "defs.yaml" in printed
+    assert SECRET not in printed
+
+
+def test_resources_and_tables_given_as_text_or_unknown_settings_are_our_errors() -> None:
+    for new, at, expected in [
+        ("  kafka:\n    k: 1\n", "k: 1", "kafka: unknown setting(s) 'k'"),
+        ("  kafka: oops\n", "kafka: oops", "kafka: expected a mapping of"),
+        (
+            "  kafka:\n    properties: {acks: [all]}\n",
+            "properties: {acks",
+            "kafka: properties 'acks' must be text or numbers",
+        ),
+        ("  spark: oops\n", "spark: oops", "spark: expected a mapping of"),
+    ]:
+        defs_yaml = PIPELINE.replace("  sensors:\n", new + "  sensors:\n", 1)
+        message = load_error(defs_yaml, FILES)
+        assert f"defs.yaml:{line_of(defs_yaml, at)}: {expected}" in message
+    tables = PIPELINE[PIPELINE.index("  tables:") : PIPELINE.index("  assets:")]
+    message = load_error(PIPELINE.replace(tables, "  tables: oops\n"), FILES)
+    assert "defs.yaml:3: tables: expected a mapping of table names to tables, got text." in message
+
+
+def test_an_error_of_a_component_built_in_python_is_ours() -> None:
+    orders = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": "orders", "format": "json"},
+        columns=[{"name": "order_id", "type": "STRING"}],
+        name="orders",
+    )
+    component = KafkaPipelineComponent(
+        tables={"orders": orders},
+        assets=[AssetModel(query="SELECT * FROM orders", sources=["orders"], sink="out")],
+    )
+    with pytest.raises(KafkaComponentError, match=r"table 'out' is not declared in 'tables'"):
+        build_defs_for_component(component)

@@ -36,12 +36,23 @@ from dagster.components import (
     Resolver,
     scaffold_with,
 )
-from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
-from pydantic import ConfigDict, Field
+from dagster.components.resolved.core_models import AssetAttributesModel
+from dagster.components.resolved.errors import ResolutionException
+from dagster.components.utils.translation import TranslationFn, TranslatorResolvingInfo
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ...asset_decorator import kafka_streaming_asset
 from ...errors import FlinkSqlError, KafkaComponentError, KafkaOptionsError
-from ...options import KafkaTableSpec
+from ...options import REDACTED, KafkaTableSpec
 from ...resources import KafkaResource
 from ...sensors import build_kafka_discovery_sensors, build_kafka_new_data_sensor
 from ...spark import SparkResource, local_spark_config
@@ -62,6 +73,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["KafkaPipelineComponent"]
 
 _Path = Sequence[str | int]
+
+
+class _ComponentLoadError(KafkaComponentError, ResolutionException):
+    """A :class:`KafkaComponentError` that Dagster passes on as it is while it resolves the
+    YAML (another error it wraps with the lines around the field: values, passwords included)."""
+
+
+def _validation_text(exc: ValidationError) -> str:
+    """A pydantic error's locations and reasons, without the values (a value may be a secret)."""
+    found = exc.errors(include_input=False, include_url=False, include_context=False)
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in found)
 
 
 def _checks(entry: AssetModel | DataIngestionModel, yaml: _Yaml, path: _Path) -> list[Any] | None:
@@ -114,6 +136,10 @@ class _Yaml:
             yield
         except KafkaComponentError:
             raise
+        except ValidationError as exc:
+            raise _ComponentLoadError(
+                f"{what}: {_validation_text(exc)}", location=self.where(path)
+            ) from None
         except KafkaOptionsError as exc:
             keys = tuple(exc.keys)
             location = None
@@ -121,7 +147,7 @@ class _Yaml:
                 location = self.where_in_text(sql, exc.line)
             quoted = ", ".join(repr(k) for k in keys)
             named = f", option{'s' if len(keys) > 1 else ''} {quoted}" if keys else ""
-            raise KafkaComponentError(
+            raise _ComponentLoadError(
                 f"{what}{named}: {exc}", location=location or self.where(path, keys), keys=keys
             ) from exc
 
@@ -170,28 +196,56 @@ def table_spec(name: str, table: TableModel, folder: Path) -> KafkaTableSpec:
         return _ddl_table(name, table.ddl)
     path = folder / str(table.sql_file)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise KafkaOptionsError(f"cannot read sql_file {str(path)!r}: {exc}") from exc
+        raise KafkaOptionsError(
+            f"cannot read sql_file {str(path)!r}: {exc.strerror or exc}.", keys=("sql_file",)
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise KafkaOptionsError(
+            f"sql_file {str(path)!r} is not UTF-8 text (byte {exc.start}).", keys=("sql_file",)
+        ) from None
     try:
         return _ddl_table(name, text)
     except FlinkSqlError as exc:
         raise KafkaOptionsError(f"{path}: {exc}", keys=exc.keys) from exc
 
 
-def _resolve_tables(
-    context: ResolutionContext, tables: Mapping[str, TableModel]
-) -> dict[str, KafkaTableSpec]:
+def _given(context: ResolutionContext, value: Any, key: str, expected: str) -> Mapping[str, Any]:
+    """A field's mapping (a model's fields, or what its template renders), else our error."""
+    if isinstance(value, str):
+        value = context.resolve_value(value)
+    if isinstance(value, BaseModel):
+        value = value.model_dump(exclude_unset=True)
+    if not isinstance(value, Mapping):
+        raise _ComponentLoadError(
+            f"{key}: expected {expected}, got {_kind(value)}.",
+            location=_Yaml(context.source_position_tree).where(context.path),
+            keys=(key,),
+        )
+    return value
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, for messages (its text may be a secret)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def _resolve_tables(context: ResolutionContext, tables: Any) -> dict[str, KafkaTableSpec]:
     yaml = _Yaml(context.source_position_tree)
     folder = _component_folder(context)
     specs: dict[str, KafkaTableSpec] = {}
-    for name, table in tables.items():
+    given = _given(context, tables, "tables", "a mapping of table names to tables")
+    for name, table in given.items():
         path = [*context.path, name]
-        resolved = TableModel.model_validate(
-            context.at_path(name).resolve_value(table.model_dump())
-        )
         with yaml.blame(path, f"table '{name}'", sql=[*path, "ddl"]):
-            specs[name] = table_spec(name, resolved, folder)
+            raw = table.model_dump() if isinstance(table, BaseModel) else table
+            resolved = TableModel.model_validate(context.at_path(name).resolve_value(raw))
+            specs[str(name)] = table_spec(str(name), resolved, folder)
     return specs
 
 
@@ -219,25 +273,96 @@ def _default_spark() -> SparkResource:
     return resource
 
 
-def _resolve_kafka(context: ResolutionContext, kafka: KafkaResource) -> KafkaResource:
-    settings = dict(context.resolve_value(kafka.model_dump(exclude_unset=True)))
-    if settings.get("properties"):  # a template may render a number
-        settings["properties"] = {k: str(v) for k, v in settings["properties"].items()}
-    resource: KafkaResource = _shared_resource(KafkaResource, settings)
+def _resource(context: ResolutionContext, value: Any, cls: type, key: str) -> Any:
+    """The shared resource of ``cls`` that a ``kafka`` / ``spark`` mapping configures."""
+    yaml = _Yaml(context.source_position_tree)
+    fields = list(cls.model_fields)  # type: ignore[attr-defined]
+    settings = dict(
+        context.resolve_value(_given(context, value, key, f"a mapping of {', '.join(fields)}"))
+    )
+    unknown = [str(k) for k in settings if k not in fields]
+    if unknown:
+        raise _ComponentLoadError(
+            f"{key}: unknown setting(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(fields)}.",
+            location=yaml.where(context.path, unknown),
+            keys=tuple(unknown),
+        )
+    properties = settings.get("properties")
+    if isinstance(properties, Mapping):  # a template may render a number
+        wrong = [str(k) for k, v in properties.items() if not isinstance(v, str | int | float)]
+        if wrong:
+            raise _ComponentLoadError(
+                f"{key}: properties {', '.join(map(repr, wrong))} must be text or numbers.",
+                location=yaml.where([*context.path, "properties"], wrong),
+                keys=tuple(wrong),
+            )
+        settings["properties"] = {str(k): str(v) for k, v in properties.items()}
+    if cls is SparkResource:
+        if not settings:
+            return _default_spark()
+        settings.setdefault("spark_config", local_spark_config("dagster-kafka-flinklike"))
+    with yaml.blame(context.path, key):
+        return _shared_resource(cls, settings)
+
+
+def _resolve_kafka(context: ResolutionContext, kafka: Any) -> KafkaResource:
+    resource: KafkaResource = _resource(context, kafka, KafkaResource, "kafka")
     return resource
 
 
-def _resolve_spark(context: ResolutionContext, spark: SparkResource) -> SparkResource:
-    settings = dict(context.resolve_value(spark.model_dump(exclude_unset=True)))
-    if not settings:
-        return _default_spark()
-    settings.setdefault("spark_config", local_spark_config("dagster-kafka-flinklike"))
-    resource: SparkResource = _shared_resource(SparkResource, settings)
+def _resolve_spark(context: ResolutionContext, spark: Any) -> SparkResource:
+    resource: SparkResource = _resource(context, spark, SparkResource, "spark")
     return resource
 
 
-def _translation_scope(table: KafkaTableSpec) -> Mapping[str, Any]:
-    return {"table": table}
+def _resolve_translation(
+    context: ResolutionContext, model: Any
+) -> TranslationFn[KafkaTableSpec] | None:
+    """``translation`` as Dagster resolves it, with what cannot give asset attributes refused
+    at load (text that is no template) or named when a table is translated (a template that
+    gives something else)."""
+    if model is None:
+        return None
+    where = _Yaml(context.source_position_tree).where(context.path)
+    if isinstance(model, str) and "{{" not in model:
+        raise _ComponentLoadError(
+            "translation: expected asset attributes (key, key_prefix, group_name, tags, owners, "
+            "description, metadata) as a mapping, or a '{{ ... }}' template that gives them; "
+            "got text.",
+            location=where,
+            keys=("translation",),
+        )
+    info = TranslatorResolvingInfo(
+        asset_attributes=model, resolution_context=context, model_key="translation"
+    )
+
+    def translate(spec: AssetSpec, table: KafkaTableSpec) -> AssetSpec:
+        scope = {"table": table, "spec": spec}
+        try:
+            if isinstance(model, str):  # what the template gives, checked before Dagster does
+                given = context.at_path("translation").with_scope(**scope).resolve_value(model)
+                if not isinstance(given, dict | AssetSpec | BaseModel):
+                    raise TypeError(
+                        f"its template gives {type(given).__name__}, not a mapping of asset "
+                        f"attributes"
+                    )
+            return info.get_asset_spec(spec, scope)
+        except TypeError as exc:
+            reason = str(exc)
+        except ValidationError as exc:
+            reason = _validation_text(exc)
+        except ResolutionException as exc:  # (its text quotes the YAML's lines: not those)
+            reason = str(exc).strip().splitlines()[-1][:300]
+        except Exception as exc:  # Dagster's check of what the template gave
+            reason = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+        raise KafkaComponentError(
+            f"translation of table '{table.name}' does not give asset attributes: {reason}",
+            location=where,
+            keys=("translation",),
+        )
+
+    return translate
 
 
 class _ComponentTranslator(KafkaTranslator):
@@ -251,6 +376,36 @@ class _ComponentTranslator(KafkaTranslator):
         if id(table) not in self._specs:
             self._specs[id(table)] = (table, self.component.get_asset_spec(table))
         return self._specs[id(table)][1]
+
+
+#: Dagster's derived models of the YAML, and the same with values hidden in their errors.
+_HIDDEN: dict[type[BaseModel], type[BaseModel]] = {}
+
+
+def _hide_inputs(cls: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+    """Validate ``data``; a validation error's values become ``******``. (Dagster rebuilds the
+    error with the values shown to add each one's line, whatever the model's configuration.)"""
+    try:
+        return handler(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        known = [
+            InitErrorDetails(type=e["type"], loc=e["loc"], input=REDACTED, ctx=e.get("ctx", {}))
+            for e in errors
+        ]
+        try:
+            error = ValidationError.from_exception_data(exc.title, known)
+        except (TypeError, KeyError, ValueError):  # an error type pydantic cannot rebuild
+            plain = [
+                InitErrorDetails(
+                    type=PydanticCustomError("invalid", e["msg"].replace("{", "{{")),
+                    loc=e["loc"],
+                    input=REDACTED,
+                )
+                for e in errors
+            ]
+            error = ValidationError.from_exception_data(exc.title, plain)
+        raise error from None
 
 
 def _about(description: str, resolver: Resolver | None = None) -> Resolver:
@@ -300,6 +455,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         dict[str, KafkaTableSpec],
         Resolver(
             _resolve_tables,
+            inject_before_resolve=False,
             model_field_type=dict[str, TableModel],
             description="Kafka tables by name: Flink 'options' with 'columns' (and "
             "'primary_key'), or Flink SQL ('ddl' text, or a 'sql_file' next to this defs.yaml).",
@@ -323,7 +479,11 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             "Asset attributes of every Kafka table's asset (key, key_prefix, group_name, tags, "
             "owners, description, metadata), with the table as '{{ table }}'. A streaming asset "
             "takes its sink's key, group, owners and tags.",
-            TranslationFnResolver[KafkaTableSpec](_translation_scope),
+            Resolver(
+                _resolve_translation,
+                model_field_type=str | AssetAttributesModel,  # type: ignore[arg-type]
+                inject_before_resolve=False,
+            ),
         ),
     ] = None
     sensors: Annotated[
@@ -335,14 +495,14 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             "The Kafka connection (bootstrap_servers, properties), e.g. bootstrap_servers: "
             "'{{ env.KAFKA_BOOTSTRAP_SERVERS }}'. Without servers, a run reads "
             "$KAFKA_BOOTSTRAP_SERVERS when it starts.",
-            Resolver(_resolve_kafka),
+            Resolver(_resolve_kafka, model_field_type=dict[str, Any], inject_before_resolve=False),
         ),
     ] = Field(default_factory=_default_kafka)
     spark: Annotated[
         SparkResource,
         _about(
             "The Spark session (spark_config; remote: a Spark Connect URL); default: local[2].",
-            Resolver(_resolve_spark),
+            Resolver(_resolve_spark, model_field_type=dict[str, Any], inject_before_resolve=False),
         ),
     ] = Field(default_factory=_default_spark)
     provide_resources: Annotated[
@@ -362,6 +522,19 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         ),
     ] = True
 
+    @classmethod
+    def model(cls) -> type[BaseModel]:
+        """Dagster's model of the YAML, whose validation errors show no value (an option, a
+        misplaced key or an entry's SQL may hold a password)."""
+        derived = super().model()
+        if derived not in _HIDDEN:
+            _HIDDEN[derived] = create_model(
+                derived.__name__,
+                __base__=derived,
+                __validators__={"_hide_inputs": model_validator(mode="wrap")(_hide_inputs)},  # type: ignore[dict-item]
+            )
+        return _HIDDEN[derived]
+
     def get_asset_spec(self, table: KafkaTableSpec) -> AssetSpec:
         """The asset of ``table``'s topic: :class:`~...translator.KafkaTranslator`'s spec with
         ``translation`` applied. Override to change keys, groups or tags in Python."""
@@ -376,9 +549,12 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
         return spark.sql(query)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        from dagster_shared.yaml_utils.source_position import SourcePositionTree
+
         decl = getattr(context, "component_decl", None)
         source = getattr(getattr(decl, "source_tree", None), "source_position_tree", None)
-        yaml = _Yaml(source)
+        # (a component built in Python has no YAML: its context's declaration is a stand-in)
+        yaml = _Yaml(source if isinstance(source, SourcePositionTree) else None)
         translator = _ComponentTranslator(self)
         assets: list[AssetsDefinition] = []
         jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = []
@@ -419,7 +595,7 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
     ) -> tuple[list[AssetsDefinition], list[JobDefinition | UnresolvedAssetJobDefinition]]:
         """The assets (and statement-set jobs) of one ``assets`` entry."""
         with yaml.blame(path, entry.label):
-            options = self._partitioning(entry)
+            options = self._partitioning(entry, yaml, path)
             if entry.query is not None:
                 return [self._query_asset(entry, translator, yaml, path, options)], []
         text = [*path, "sql"] if entry.sql is not None else None
@@ -465,9 +641,11 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
             )
         return self.tables[name]
 
-    def _partitioning(self, entry: AssetModel) -> dict[str, Any]:
+    def _partitioning(self, entry: AssetModel, yaml: _Yaml, path: _Path) -> dict[str, Any]:
+        with yaml.blame([*path, "partitions"], entry.label):
+            partitions = entry.partitions.build() if entry.partitions else None
         return {
-            "partitions_def": entry.partitions.build() if entry.partitions else None,
+            "partitions_def": partitions,
             "backfill_policy": entry.backfill_policy.build() if entry.backfill_policy else None,
             "allowed_lateness": duration("allowed_lateness", entry.allowed_lateness)
             or timedelta(0),

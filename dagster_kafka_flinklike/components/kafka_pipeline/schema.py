@@ -20,11 +20,12 @@ from dagster import (
     WeeklyPartitionsDefinition,
 )
 from dagster.components import Model
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from ... import checks as kafka_checks
 from ...errors import KafkaOptionsError
 from ...options import parse_duration_ms
+from ..flink_sql import MAX_END_OFFSET, check_end_offset
 
 __all__ = [
     "AssetModel",
@@ -72,6 +73,9 @@ class ColumnModel(Model):
 
 class TableModel(Model):
     """A Kafka table: Flink's WITH options and columns, or Flink SQL ``CREATE TABLE`` text."""
+
+    # (validated again once templates are rendered: its errors must not show a password)
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     options: dict[str, OptionValue] | None = Field(
         default=None,
@@ -224,7 +228,8 @@ class PartitionsModel(Model):
     timezone: str | None = Field(default=None, description="Time zone of the windows (UTC).")
     end_offset: int = Field(
         default=0,
-        description="Windows past the last complete one (1: the current window is a partition).",
+        description="Windows past the last complete one (1: the current window is a partition; "
+        f"negative: recent windows held back), at most {MAX_END_OFFSET} either way.",
     )
 
     def build(self) -> TimeWindowPartitionsDefinition:
@@ -234,6 +239,7 @@ class PartitionsModel(Model):
             "daily": DailyPartitionsDefinition,
             "weekly": WeeklyPartitionsDefinition,
         }
+        check_end_offset(self.end_offset)
         try:
             partitions: TimeWindowPartitionsDefinition = kinds[self.type](
                 start_date=self.start,
