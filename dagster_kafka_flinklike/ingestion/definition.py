@@ -394,12 +394,8 @@ def _sink(options: Mapping[str, str], source: IngestionSource) -> IngestionSink:
             keys=("value.format",),
         )
     topic = options.get("topic") or None
-    if topic is not None and topic in source.spec.topics:
-        raise KafkaOptionsError(
-            f"sink: 'topic' = {topic!r} is a topic the source reads: each run would read its own "
-            f"output again.",
-            keys=("topic",),
-        )
+    mapping = TopicMapping.parse(options.get("sink.tableId-to-topic.mapping"))
+    _sink_not_read(source, options, [(topic, "topic")] if topic else [], mapping)
     table = {k: v for k, v in options.items() if (f := find_ingestion_key("sink", k)) and f.table}
     table.update({"connector": "kafka", "topic": topic or "data-ingestion", "value.format": "raw"})
     spec = _spec(
@@ -414,9 +410,31 @@ def _sink(options: Mapping[str, str], source: IngestionSource) -> IngestionSink:
         key_format=key_format,
         topic=topic,
         partition_strategy=strategy,
-        mapping=TopicMapping.parse(options.get("sink.tableId-to-topic.mapping")),
+        mapping=mapping,
         include_schema=include,
     )
+
+
+def _sink_not_read(
+    source: IngestionSource,
+    options: Mapping[str, str],
+    topics: list[tuple[str, str]],
+    mapping: TopicMapping,
+) -> None:
+    """Refuse a sink topic (its ``topic`` or a mapping's target) that the source reads on the
+    same cluster: each run would read its own output again."""
+    servers = (source.spec.bootstrap_servers, options.get("properties.bootstrap.servers"))
+    if None not in servers and servers[0] != servers[1]:
+        return
+    key = "sink.tableId-to-topic.mapping"
+    for written, option in [*topics, *((t, key) for _, t in mapping.rules)]:
+        if source.spec.subscribes_to(written):
+            how = "'topic'" if written in source.spec.topics else "'topic-pattern'"
+            raise KafkaOptionsError(
+                f"sink: {option!r} writes topic {written!r}, which source {source.name!r} reads "
+                f"(its {how}): each run would read its own output again.",
+                keys=(option,),
+            )
 
 
 def _entries(doc: YamlDocument, section: str, node: Any) -> list[dict[str, str]]:

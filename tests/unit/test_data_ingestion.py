@@ -287,9 +287,23 @@ def test_transform_expressions_are_translated_to_spark_sql() -> None:
         ),
         (
             "source: {type: kafka, topic: a}\nsink: {type: kafka, topic: a}",
-            "sink: 'topic' = 'a' is a topic the source reads: each run would read its own output "
-            "again.",
+            "sink: 'topic' writes topic 'a', which source 'data_ingestion_source' reads (its "
+            "'topic'): each run would read its own output again.",
             ("topic",),
+        ),
+        (
+            "source: {type: kafka, topic-pattern: 'a.*'}\nsink: {type: kafka, topic: ab}",
+            "sink: 'topic' writes topic 'ab', which source 'data_ingestion_source' reads (its "
+            "'topic-pattern'): each run would read its own output again.",
+            ("topic",),
+        ),
+        (
+            "source: {type: kafka, topic: 'x;a'}\n"
+            "sink: {type: kafka, sink.tableId-to-topic.mapping: 'db.t:a'}",
+            "sink: 'sink.tableId-to-topic.mapping' writes topic 'a', which source "
+            "'data_ingestion_source' reads (its 'topic'): each run would read its own output "
+            "again.",
+            ("sink.tableId-to-topic.mapping",),
         ),
         (
             "source: {type: kafka, topic: a}\nsink: {type: kafka, partition.strategy: hash-by-key}",
