@@ -135,7 +135,6 @@ def test_a_streaming_asset_stands_for_its_sink_topic() -> None:
     assert spec.kinds == {"kafka", "spark"}
 
 
-
 def test_changelog_tables_list_exactly_their_declared_columns() -> None:
     declared = [{"name": "id", "type": "BIGINT"}, {"name": "total", "type": "DOUBLE"}]
     upsert = KafkaTableSpec.from_options(
