@@ -336,23 +336,29 @@ def test_a_failed_batch_is_retried_after_a_backoff_then_given_up(
     assert fresh.run_key == f"{request.run_key}-attempt-1-after-{second}"
 
 
+def failing(topic: str, sink_topic: str, control: dict, **decorator: Any) -> Any:
+    """A copy asset whose run fails while ``control["fail"]`` is set (the cause is fixed)."""
+    sink = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": sink_topic, "format": "json"}, columns=COLUMNS, role="sink"
+    )
+
+    @kafka_streaming_asset(
+        sources={"events": table(topic=topic)}, sink=sink, checks=[], **decorator
+    )
+    def _copy(context, events):  # type: ignore[no-untyped-def]
+        if control["fail"]:
+            raise RuntimeError("the cluster was away")
+        return events
+
+    return _copy
+
+
 def test_a_successful_retry_leads_to_the_next_batch(
     kafka_bootstrap, new_topic, spark, monkeypatch
 ) -> None:
     topic, out = new_topic(partitions=1), new_topic(partitions=1)
     control = {"fail": True}
-    sink = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": out, "format": "json"}, columns=COLUMNS, role="sink"
-    )
-
-    @kafka_streaming_asset(
-        sources={"events": table(topic=topic)}, sink=sink, name="flaky", checks=[]
-    )
-    def flaky(context, events):  # type: ignore[no-untyped-def]
-        if control["fail"]:
-            raise RuntimeError("the cluster was away")
-        return events
-
+    flaky = failing(topic, out, control, name="flaky")
     sensor = build_kafka_new_data_sensor(flaky, retry_backoff=timedelta(0))
     instance = DagsterInstance.ephemeral()
     produce(kafka_bootstrap, topic, records(5))
@@ -405,22 +411,7 @@ def test_a_failed_offset_batch_is_retried_before_the_next_one(
 ) -> None:
     topic, out = new_topic(partitions=1), new_topic(partitions=1)
     control = {"fail": True}
-    sink = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": out, "format": "json"}, columns=COLUMNS, role="sink"
-    )
-
-    @kafka_streaming_asset(
-        sources={"events": table(topic=topic)},
-        sink=sink,
-        name="batched",
-        offset_batches=True,
-        checks=[],
-    )
-    def batched(context, events):  # type: ignore[no-untyped-def]
-        if control["fail"]:
-            raise RuntimeError("the cluster was away")
-        return events
-
+    batched = failing(topic, out, control, name="batched", offset_batches=True)
     sensor = build_kafka_new_data_sensor(batched, max_retries=1, retry_backoff=timedelta(0))
     instance = DagsterInstance.ephemeral()
 
