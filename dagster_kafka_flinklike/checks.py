@@ -488,7 +488,7 @@ class HangingTransactionsCheck(KafkaAssetCheck):
             open_ones.extend(rows.values())
             over = [t for t in held if _blocked_too_long(rows[(t.topic, t.partition)])]
             settle = SETTLE_S if scope.run is not None else 0.0
-            for txn in still_open(admin, over, settle_s=settle) if over else []:
+            for txn in still_open(admin, over, settle_s=settle):
                 hanging.append(rows[(txn.topic, txn.partition)])
                 commands.append(_abort_command(table, txn))
         metadata: dict[str, Any] = {
