@@ -36,7 +36,12 @@ from .errors import BlockingCheckError, KafkaOptionsError
 from .options import KafkaTableSpec
 from .run import metrics as m
 from .run.lag import source_lag
-from .run.transactions import open_transactions, transaction_timeouts
+from .run.transactions import (
+    OpenTransaction,
+    open_transactions,
+    still_open,
+    transaction_timeouts,
+)
 from .run.windows import window_ranges
 from .run.write import is_exactly_once
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
@@ -415,13 +420,25 @@ class TransactionTimeoutCheck(KafkaAssetCheck):
 
 @dataclass(frozen=True)
 class HangingTransactionsCheck(KafkaAssetCheck):
-    """Partitions held by a transaction open longer than the transaction timeout.
+    """Partitions where an open transaction has blocked read_committed readers too long.
 
     Looks at the sink topic and at every source read ``read_committed``: a partition whose last
-    stable offset stays below its high watermark blocks read_committed consumers there. A
-    transaction open longer than ``max_open`` (default: the sink's transaction timeout, or the
-    brokers' ``transaction.max.timeout.ms`` for source topics) is hanging; the result names the
-    partitions, both offsets and how long, and how to resolve it.
+    stable offset stays below its high watermark stops read_committed consumers there until the
+    transaction that holds it commits or aborts. Readers have been blocked since that
+    transaction's first record (the record at the last stable offset) was written. A partition
+    blocked longer than ``max_open`` whose last stable offset has not moved when read again
+    fails the check, with the partition, both offsets, how long, and the command that aborts
+    the transaction. With the materialization, such a partition is watched up to
+    :data:`SETTLE_S` first: the run's own transaction has committed, but its markers may still
+    be on their way to the sink's partitions.
+
+    Without ``max_open``: :data:`DEFAULT_MAX_BLOCKED` (2 minutes) on the sink, whose
+    transactions are the asset's runs' and last seconds, so a run killed inside its
+    transaction is reported within minutes instead of when the broker aborts it (after the
+    producer's ``transaction.timeout.ms``, 15 minutes by default); on sources, whose
+    producers may hold transactions as long as their timeout (a Flink job's last a checkpoint
+    interval), the brokers' ``transaction.max.timeout.ms``. Raise ``max_open`` above the
+    longest transaction of a sink whose runs produce for longer.
 
     Example:
         >>> HangingTransactionsCheck(max_open=timedelta(minutes=5)).name
@@ -430,8 +447,9 @@ class HangingTransactionsCheck(KafkaAssetCheck):
 
     max_open: timedelta | None = None
     description: ClassVar[str] = (
-        "Partitions of the sink and read_committed sources whose last stable offset is held "
-        "below the high watermark by a transaction open longer than the transaction timeout."
+        "Partitions of the sink and read_committed sources where an open transaction has held "
+        "the last stable offset below the high watermark too long (read_committed readers are "
+        "blocked there)."
     )
 
     def __post_init__(self) -> None:
@@ -456,59 +474,131 @@ class HangingTransactionsCheck(KafkaAssetCheck):
         explicit = _duration_ms(self.name, "max_open", self.max_open)
         hanging: list[dict[str, Any]] = []
         open_ones: list[dict[str, Any]] = []
+        commands: list[str] = []
         seen: set[tuple[str, int]] = set()
+        broker_max: int | None = None
+        sink_timeout: int | None = None
         for table, is_sink in self._tables(scope):
             admin = scope.clients.admin(table)
+            timeouts = transaction_timeouts(table.producer, admin)
+            broker_max = timeouts.broker_max_ms
+            if is_sink:
+                sink_timeout = timeouts.effective_ms
             limit = explicit
             if limit is None:
-                timeouts = transaction_timeouts(table.producer, admin)
-                limit = timeouts.effective_ms if is_sink else timeouts.broker_max_ms
+                default = _duration_ms(self.name, "max_open", DEFAULT_MAX_BLOCKED)
+                limit = default if is_sink else timeouts.broker_max_ms
             partitions = [tp for tp in _table_partitions(table, admin) if tp not in seen]
             seen.update(partitions)
-            for txn in open_transactions(admin, partitions, table.consumer):
-                held = txn.open_ms(now)
-                row = {
-                    "topic": txn.topic,
-                    "partition": txn.partition,
-                    "lastStableOffset": txn.last_stable_offset,
-                    "highWatermark": txn.high_watermark,
-                    "openMs": held,
-                    "limitMs": limit,
-                }
-                open_ones.append(row)
-                if held is not None and limit is not None and held > limit:
-                    hanging.append(row)
+            held = open_transactions(admin, partitions, table.consumer)
+            rows = {(t.topic, t.partition): _open_row(t, now, limit) for t in held}
+            open_ones.extend(rows.values())
+            over = [t for t in held if _blocked_too_long(rows[(t.topic, t.partition)])]
+            settle = SETTLE_S if scope.run is not None else 0.0
+            for txn in still_open(admin, over, settle_s=settle):
+                hanging.append(rows[(txn.topic, txn.partition)])
+                commands.append(_abort_command(table, txn))
         metadata: dict[str, Any] = {
             "openTransactions": len(open_ones),
             "hangingTransactions": len(hanging),
             "partitions": MetadataValue.json(open_ones),
         }
         if hanging:
-            names = ", ".join(
-                f"{h['topic']}-{h['partition']} (last stable offset {h['lastStableOffset']}, "
-                f"high watermark {h['highWatermark']}, open {h['openMs'] / 1000:.0f}s)"
-                for h in hanging
-            )
-            first = hanging[0]
+            metadata["abortCommands"] = MetadataValue.json(commands)
             return self._result(
                 scope,
                 passed=False,
-                description=(
-                    f"Hanging transaction(s) hold {names}: read_committed consumers cannot read "
-                    f"past them. Find the producer with `kafka-transactions.sh "
-                    f"--bootstrap-server <servers> find-hanging --broker-id <id>`, then abort "
-                    f"with `kafka-transactions.sh --bootstrap-server <servers> abort --topic "
-                    f"{first['topic']} --partition {first['partition']} --start-offset "
-                    f"{first['lastStableOffset']}`."
-                ),
+                description=_hanging_text(hanging, commands, sink_timeout, broker_max),
                 metadata=metadata,
             )
         return self._result(
             scope,
             passed=True,
-            description=f"{len(open_ones)} open transaction(s), none open beyond the timeout.",
+            description=f"{len(open_ones)} open transaction(s); none has blocked read_committed "
+            f"readers beyond its limit.",
             metadata=metadata,
         )
+
+
+#: How long read_committed readers of the sink may be blocked by an open transaction before
+#: :class:`HangingTransactionsCheck` fails, unless ``max_open`` says otherwise.
+DEFAULT_MAX_BLOCKED = timedelta(minutes=2)
+#: How long :class:`HangingTransactionsCheck`, run with the materialization, watches a partition
+#: blocked too long for its last stable offset to move (the run's just-committed transaction)
+#: before reporting it.
+SETTLE_S = 3.0
+#: Abort commands quoted in a failed result's text (all are in its metadata).
+_COMMANDS_SHOWN = 5
+
+
+def _open_row(txn: OpenTransaction, now_ms: int, limit_ms: int | None) -> dict[str, Any]:
+    return {
+        "topic": txn.topic,
+        "partition": txn.partition,
+        "lastStableOffset": txn.last_stable_offset,
+        "highWatermark": txn.high_watermark,
+        "openMs": txn.open_ms(now_ms),
+        "limitMs": limit_ms,
+    }
+
+
+def _blocked_too_long(row: Mapping[str, Any]) -> bool:
+    return (
+        row["openMs"] is not None and row["limitMs"] is not None and row["openMs"] > row["limitMs"]
+    )
+
+
+def _abort_command(table: ResolvedTable, txn: OpenTransaction) -> str:
+    """``kafka-transactions.sh``'s abort of the transaction holding ``txn``'s partition."""
+    secured = table.properties.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT"
+    return (
+        f"kafka-transactions.sh --bootstrap-server {table.bootstrap_servers}"
+        + (" --command-config <client.properties>" if secured else "")
+        + f" abort --topic {txn.topic} --partition {txn.partition} "
+        f"--start-offset {txn.last_stable_offset}"
+    )
+
+
+def _span(ms: int) -> str:
+    """``ms`` as ``1h02m03s``, ``2m05s`` or ``7s``."""
+    seconds = ms // 1000
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _hanging_text(
+    hanging: Sequence[Mapping[str, Any]],
+    commands: Sequence[str],
+    sink_timeout_ms: int | None,
+    broker_max_ms: int | None,
+) -> str:
+    """What a failed :class:`HangingTransactionsCheck` says: where, how long, what to do."""
+    where = "; ".join(
+        f"{h['topic']}-{h['partition']}: blocked for {_span(h['openMs'])} (limit "
+        f"{_span(h['limitMs'])}) at last stable offset {h['lastStableOffset']}, high watermark "
+        f"{h['highWatermark']} ({h['highWatermark'] - h['lastStableOffset']} offset(s) held)"
+        for h in hanging
+    )
+    shown = "; ".join(f"`{c}`" for c in commands[:_COMMANDS_SHOWN])
+    more = (
+        f" (and {len(commands) - _COMMANDS_SHOWN} more in the metadata)"
+        if len(commands) > _COMMANDS_SHOWN
+        else ""
+    )
+    limits = []
+    if sink_timeout_ms is not None:
+        limits.append(f"the sink's producers use {sink_timeout_ms} ms")
+    if broker_max_ms is not None:
+        limits.append(f"at most the brokers' '{BROKER_MAX_TIMEOUT}' = {broker_max_ms} ms")
+    return (
+        f"Read_committed readers are blocked by open transaction(s) that did not end: {where}. "
+        f"If the producer is gone (a killed run), abort its transaction: {shown}{more}. "
+        f"Otherwise the broker aborts it itself once its producer's 'transaction.timeout.ms' "
+        f"has passed since it began" + (f" ({'; '.join(limits)})." if limits else ".")
+    )
 
 
 def _end_offsets(admin: Any, topic: str) -> dict[str, int]:

@@ -4,14 +4,19 @@
   tick lists the topics matching ``topic`` / ``topic-pattern`` and their partitions, keeps them in
   the cursor, logs what appeared and requests a run of the assets that read the table (new
   partitions start at the log start there, as in Flink). A discovery is requested once.
+  A discovery whose run failed is not requested again: the new partitions stay in the plan of
+  the next run of those assets (from their log start), e.g. the one their new-data sensor
+  requests; the next tick's skip says that the run failed.
 - **New data**: a tick plans what the next run of a streaming asset would read (the run's own
   planner, no record read), records the per-partition lag as an observation of the asset (so
   the UI plots lag between runs) and requests a run when enough records are pending or the
   oldest has waited too long. The run key names the end offsets it saw, so one batch is never
-  requested twice, and no run is requested while one of the asset is in flight.
+  requested twice, and no run is requested while one of the asset is in flight. A batch whose
+  run failed is requested again after a backoff, a bounded number of times
+  (:mod:`._sensor_retries`); every tick that requests nothing says why.
 
-A tick is a few metadata requests with a short timeout; a cluster that does not answer gives a
-skip with the reason and leaves the cursor where it was.
+A tick is a few metadata requests with a short timeout and a query of a few run records; a
+cluster that does not answer gives a skip with the reason and leaves the cursor where it was.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from dagster import (
     AssetObservation,
     AssetsDefinition,
     AssetSelection,
-    DagsterRunStatus,
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
@@ -41,6 +45,15 @@ from dagster import (
     sensor,
 )
 
+from ._sensor_retries import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_BACKOFF,
+    ENDED_BADLY,
+    IN_FLIGHT,
+    RetryPolicy,
+    decide,
+    skip_reason,
+)
 from .asset_decorator import latest_checkpoint, streaming_tables
 from .errors import KafkaOptionsError
 from .options import DeliveryGuarantee, KafkaTableSpec
@@ -55,12 +68,13 @@ TICK_TIMEOUT_S = 10.0
 CURSOR_VERSION = 1
 #: Tag on the runs a sensor requests, naming the sensor.
 SENSOR_TAG = "dagster-kafka-flinklike/sensor"
-_IN_FLIGHT = [
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-]
+#: Tag on the runs the new-data sensor requests: the batch they read (a digest of where it
+#: starts), by which the sensor finds the batch's runs again.
+BATCH_TAG = "dagster-kafka-flinklike/batch"
+#: Tag on those runs: which attempt at the batch (1 for the first request).
+ATTEMPT_TAG = "dagster-kafka-flinklike/attempt"
+#: Dagster's tag on a run of one partition (an offset batch's key).
+_PARTITION_TAG = "dagster/partition"
 #: Admin clients kept by the code server between ticks: one per cluster.
 _CLIENTS = KafkaClients(timeout_s=TICK_TIMEOUT_S)
 
@@ -73,7 +87,11 @@ def _table_label(spec: KafkaTableSpec) -> str:
     return spec.name or ";".join(spec.topics) or str(spec.topic_pattern)
 
 
-def _cursor(text: str | None, key: str) -> dict[str, Any] | None:
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _state(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     try:
@@ -82,12 +100,18 @@ def _cursor(text: str | None, key: str) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
         return None
-    value = data.get(key)
+    return data
+
+
+def _cursor(text: str | None, key: str) -> dict[str, Any] | None:
+    value = (_state(text) or {}).get(key)
     return value if isinstance(value, dict) else None
 
 
-def _dump(key: str, value: Mapping[str, Any]) -> str:
-    return json.dumps({"v": CURSOR_VERSION, key: dict(sorted(value.items()))}, sort_keys=True)
+def _dump(key: str, value: Mapping[str, Any], **more: Any) -> str:
+    return json.dumps(
+        {"v": CURSOR_VERSION, key: dict(sorted(value.items())), **more}, sort_keys=True
+    )
 
 
 def _digest(value: Any) -> str:
@@ -179,7 +203,7 @@ def build_kafka_discovery_sensor(
         if not new:
             return SensorResult(
                 skip_reason=f"No new topics or partitions of {label!r} ({len(found)} topic(s), "
-                f"{total} partition(s)).",
+                f"{total} partition(s))." + _failed_discovery(context, sensor_name, keys),
                 cursor=cursor,
             )
         described = "; ".join(
@@ -199,6 +223,21 @@ def build_kafka_discovery_sensor(
         return SensorResult(run_requests=[request], cursor=cursor)
 
     return _discovery
+
+
+def _failed_discovery(
+    context: SensorEvaluationContext, sensor_name: str, keys: Sequence[AssetKey]
+) -> str:
+    """What a quiet tick adds when the run of the sensor's last discovery failed."""
+    records = context.instance.get_run_records(RunsFilter(tags={SENSOR_TAG: sensor_name}), limit=1)
+    if not records or records[0].dagster_run.status not in ENDED_BADLY:
+        return ""
+    return (
+        f" The run of the last discovery ({records[0].dagster_run.run_id}) did not succeed; a "
+        f"discovery is not requested again: the partitions it found are in the plan of the next "
+        f"run of {', '.join(k.to_user_string() for k in keys)} (from their log start), e.g. the "
+        f"one a new-data sensor requests."
+    )
 
 
 def build_kafka_discovery_sensors(
@@ -244,7 +283,7 @@ def _next_batch(tables: Sequence[ResolvedTable], done: Sequence[str]) -> OffsetR
 
 
 def _in_flight(context: SensorEvaluationContext, key: AssetKey) -> str | None:
-    records = context.instance.get_run_records(RunsFilter(statuses=_IN_FLIGHT), limit=50)
+    records = context.instance.get_run_records(RunsFilter(statuses=list(IN_FLIGHT)), limit=50)
     for record in records:
         selection = record.dagster_run.asset_selection or set()
         if key in selection:
@@ -252,11 +291,26 @@ def _in_flight(context: SensorEvaluationContext, key: AssetKey) -> str | None:
     return None
 
 
+def _batch_runs(
+    context: SensorEvaluationContext, key: AssetKey, tags: Mapping[str, str], limit: int
+) -> list[Any]:
+    """The newest runs (at most ``limit``) that carry ``tags`` and may have materialized ``key``
+    (a run of all assets of its job names none)."""
+    records = context.instance.get_run_records(RunsFilter(tags=dict(tags)), limit=limit)
+    return [
+        r
+        for r in records
+        if not r.dagster_run.asset_selection or key in r.dagster_run.asset_selection
+    ]
+
+
 def build_kafka_new_data_sensor(
     asset: AssetsDefinition,
     *,
     min_pending_records: int = 1,
     max_pending_age: timedelta | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    retry_backoff: timedelta = DEFAULT_RETRY_BACKOFF,
     name: str | None = None,
     minimum_interval_seconds: int = 30,
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
@@ -271,13 +325,19 @@ def build_kafka_new_data_sensor(
     batch stopped to the end of the log; when due, the tick adds the batch's key to the asset's
     dynamic partitions and requests its run.
 
+    A batch whose run failed (or was canceled) is requested again under a new run key, after
+    ``retry_backoff`` (doubled after each further failure: 1, 2, 4 minutes by default), at most
+    ``max_retries`` times; then the sensor gives up on it, and its skips name the failed runs and
+    how to resume (re-execute the last one, or delete the sensor's cursor for a new count). An
+    offset batch whose run failed holds back the next one, so batches reach the sink in order.
+
     Example:
         >>> sensor = build_kafka_new_data_sensor(  # doctest: +SKIP
         ...     channel_revenue, min_pending_records=1000, max_pending_age=timedelta(minutes=5))
 
     Raises:
-        KafkaOptionsError: a threshold is invalid (naming it), or ``asset`` was not built by
-            ``@kafka_streaming_asset``.
+        KafkaOptionsError: a threshold or retry parameter is invalid (naming it), or ``asset``
+            was not built by ``@kafka_streaming_asset``.
     """
     if not isinstance(min_pending_records, int) or min_pending_records < 1:
         raise KafkaOptionsError(
@@ -294,12 +354,14 @@ def build_kafka_new_data_sensor(
                 keys=("max_pending_age",),
             )
         age_ms = int(max_pending_age.total_seconds() * 1000)
+    policy = RetryPolicy.of(max_retries, retry_backoff)
     tables = streaming_tables(asset)
     key = asset.key
+    label = key.to_user_string()
     batches = tables.offset_batches
     if tables.partitions_def is not None:
         raise KafkaOptionsError(
-            f"Asset {key.to_user_string()!r} is partitioned by time windows: its runs read "
+            f"Asset {label!r} is partitioned by time windows: its runs read "
             f"windows, not the records pending since a checkpoint. Schedule its windows instead "
             f"(dagster's build_schedule_from_partitioned_job).",
             keys=("partitions_def",),
@@ -315,20 +377,21 @@ def build_kafka_new_data_sensor(
         default_status=default_status,
         asset_selection=AssetSelection.assets(key),
         required_resource_keys={tables.kafka_resource_key},
-        description=f"Requests a run of {key.to_user_string()!r} when its Kafka sources have "
+        description=f"Requests a run of {label!r} when its Kafka sources have "
         f"{min_pending_records}+ pending record(s)"
         + (f" or records pending over {max_pending_age}" if max_pending_age else "")
-        + ".",
+        + f"; a batch whose run failed is requested again up to {max_retries} time(s).",
     )
     def _new_data(context: SensorEvaluationContext, **_: Any) -> SensorResult | SkipReason:
         # (``**_``: calling a sensor directly also passes its resources as keywords)
         kafka = getattr(context.resources, tables.kafka_resource_key)
-        now = int(time.time() * 1000)
+        now = _now_ms()
         resolved: list[ResolvedTable] = []
+        done: list[str] = []
         try:
             resolved = [kafka.resolve(spec, source) for source, spec in tables.sources.items()]
             if batches is not None:
-                done = context.instance.get_dynamic_partitions(str(batches.name))
+                done = list(context.instance.get_dynamic_partitions(str(batches.name)))
                 batch = _next_batch(resolved, done)
                 ranges = {(s, tp): r for s, found in batch.items() for tp, r in found.items()}
             else:
@@ -345,11 +408,13 @@ def build_kafka_new_data_sensor(
         except Exception as exc:  # a tick never raises: skip, keep the cursor
             for table in resolved:
                 _CLIENTS.forget(table)
-            return SkipReason(
-                f"Could not plan the Kafka sources of {key.to_user_string()!r}: {exc}"
-            )
+            return SkipReason(f"Could not plan the Kafka sources of {label!r}: {exc}")
         pending = {f"{s}/{t}-{p}": max(b - a, 0) for (s, (t, p)), (a, b) in ranges.items()}
         stops = {f"{s}/{t}-{p}": b for (s, (t, p)), (_, b) in ranges.items()}
+        state = _state(context.cursor)
+        # When the cursor began: failed runs created before it do not count (deleting the cursor
+        # starts a new count). A second early: run storage may round its creation times down.
+        retries_from = int((state or {}).get("retriesFrom", 0 if state else now - 1000))
         since = {
             k: int(v)
             for k, v in (_cursor(context.cursor, "since") or {}).items()
@@ -369,44 +434,89 @@ def build_kafka_new_data_sensor(
                 m.OFFSETS: MetadataValue.json(pending),
             },
         )
-        cursor = _dump("since", since)
+        cursor = _dump("since", since, retriesFrom=retries_from)
+
+        def skip(reason: str) -> SensorResult:
+            return SensorResult(skip_reason=reason, cursor=cursor, asset_events=[observation])
+
+        def request(run_key: str, batch_id: str, attempt: int, partition: str | None) -> RunRequest:
+            return RunRequest(
+                run_key=run_key,
+                asset_selection=[key],
+                partition_key=partition,
+                tags={SENSOR_TAG: sensor_name, BATCH_TAG: batch_id, ATTEMPT_TAG: str(attempt)},
+            )
+
+        # The batch the last run read, and what became of its runs.
+        if batches is not None:
+            last = done[-1] if done else None
+            batch_id = _digest(last)
+            what = f"offset batch {last!r} of {label!r}"
+            verdict = None
+            if last is not None:
+                runs = _batch_runs(context, key, {_PARTITION_TAG: last}, policy.attempts + 1)
+                verdict = decide(runs, policy, since_ms=retries_from, now_ms=now)
+        else:
+            last = None
+            starts = {f"{s}/{t}-{p}": a for (s, (t, p)), (a, _) in ranges.items()}
+            batch_id = _digest([label, starts])
+            what = f"the records of {label!r} pending from its checkpoint"
+            runs = _batch_runs(context, key, {BATCH_TAG: batch_id}, policy.attempts + 1)
+            verdict = decide(runs, policy, since_ms=retries_from, now_ms=now)
+        if verdict is not None and verdict.kind in ("in_flight", "wait", "gave_up"):
+            held = (
+                " The next batch waits for it (batches reach the sink in order)."
+                if (last is not None and verdict.kind != "in_flight")
+                else ""
+            )
+            return skip(
+                f"{total} record(s) pending. "
+                + skip_reason(verdict, policy, what, sensor_name)
+                + held
+            )
+        if verdict is not None and verdict.kind == "retry":
+            running = _in_flight(context, key)
+            if running is not None:
+                return skip(
+                    f"{total} record(s) pending; {what} is due for attempt {verdict.attempt}, but "
+                    f"run {running} of {label!r} is in flight."
+                )
+            base = f"batch-{batch_id}" if last is not None else f"new-data-{_digest(stops)}"
+            context.log.info(
+                f"Requesting {what} again: attempt {verdict.attempt} of {policy.attempts}, after "
+                f"run {verdict.run_id} failed."
+            )
+            retry = request(
+                f"{base}-attempt-{verdict.attempt}-after-{verdict.run_id}",
+                batch_id,
+                verdict.attempt,
+                last,
+            )
+            return SensorResult(run_requests=[retry], cursor=cursor, asset_events=[observation])
+
         due = total >= min_pending_records or (age_ms is not None and total and oldest >= age_ms)
         if not due:
-            return SensorResult(
-                skip_reason=f"{total} record(s) pending (oldest for {oldest / 1000:.0f}s): "
-                f"below the thresholds.",
-                cursor=cursor,
-                asset_events=[observation],
+            return skip(
+                f"{total} record(s) pending (oldest for {oldest / 1000:.0f}s): below the "
+                f"thresholds."
             )
         running = _in_flight(context, key)
         if running is not None:
-            return SensorResult(
-                skip_reason=f"{total} record(s) pending, but run {running} of "
-                f"{key.to_user_string()!r} is in flight; it or the next one reads them.",
-                cursor=cursor,
-                asset_events=[observation],
+            return skip(
+                f"{total} record(s) pending, but run {running} of {label!r} is in flight; it or "
+                f"the next one reads them."
             )
         if batches is not None:
             name = batch_key(batch)
-            context.log.info(f"New offset batch of {key.to_user_string()!r}: {name}")
-            request = RunRequest(
-                run_key=f"batch-{_digest(name)}",
-                asset_selection=[key],
-                partition_key=name,
-                tags={SENSOR_TAG: sensor_name},
-            )
+            context.log.info(f"New offset batch of {label!r}: {name}")
             return SensorResult(
-                run_requests=[request],
+                run_requests=[request(f"batch-{_digest(name)}", _digest(name), 1, name)],
                 dynamic_partitions_requests=[batches.build_add_request([name])],
                 cursor=cursor,
                 asset_events=[observation],
             )
-        request = RunRequest(
-            run_key=f"new-data-{_digest(stops)}",
-            asset_selection=[key],
-            tags={SENSOR_TAG: sensor_name},
-        )
-        return SensorResult(run_requests=[request], cursor=cursor, asset_events=[observation])
+        first = request(f"new-data-{_digest(stops)}", batch_id, 1, None)
+        return SensorResult(run_requests=[first], cursor=cursor, asset_events=[observation])
 
     return _new_data
 

@@ -30,7 +30,7 @@ from dagster import (
 )
 
 from .errors import KafkaConnectorError
-from .options import ROW_KIND, KafkaTableSpec, is_secret
+from .options import KafkaTableSpec, is_secret
 
 #: Dagster's standard metadata keys the translator fills.
 COLUMN_SCHEMA = "dagster/column_schema"
@@ -49,7 +49,10 @@ def table_label(table: KafkaTableSpec) -> str:
 
 
 def column_schema(table: KafkaTableSpec) -> TableSchema:
-    """The declared columns as Dagster's table schema (type: the Flink SQL type)."""
+    """The declared columns, exactly, as Dagster's table schema (type: the Flink SQL type).
+
+    A changelog table's frames carry a ``_rowkind`` column too, but the table has none (as in
+    Flink, where the row kind is not part of the schema), so it is not listed."""
     columns = []
     for c in table.columns:
         kind = "metadata" if c.is_metadata else "computed" if c.is_computed else None
@@ -57,9 +60,6 @@ def column_schema(table: KafkaTableSpec) -> TableSchema:
         if kind is not None:
             description = f"{kind} column" + (f": {c.comment}" if c.comment else "")
         columns.append(TableColumn(name=c.name, type=c.type, description=description))
-    if table.is_changelog:
-        kinds = "Flink row kind of the row: +I, -U, +U or -D (a changelog table's frame)"
-        columns.append(TableColumn(name=ROW_KIND, type="STRING", description=kinds))
     return TableSchema(columns=columns)
 
 

@@ -2,11 +2,15 @@
 
 A partition whose last stable offset stays below its high watermark holds an open transaction:
 read_committed consumers stop there until it commits or aborts. The first record of the oldest
-open transaction sits at the last stable offset, so its timestamp tells how long it has been open.
+open transaction sits at the last stable offset, so its timestamp tells how long readers have
+been blocked there. A transaction that has just committed holds the offset a moment longer (the
+commit returns before its markers are written): :func:`still_open` watches the last stable offset
+move before calling a transaction stuck.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +76,27 @@ def open_transactions(
         OpenTransaction(tp[0], tp[1], lso, high[tp], stamps.get(tp))
         for tp, lso in sorted(held.items())
     ]
+
+
+def still_open(
+    admin: KafkaAdmin, held: Sequence[OpenTransaction], *, settle_s: float
+) -> list[OpenTransaction]:
+    """Those of ``held`` whose last stable offset has not moved within ``settle_s`` (read again
+    every 0.2 s until all moved): a transaction that was ending when ``held`` was observed, such
+    as a run's own just-committed one, moves it within moments; a stuck one does not.
+
+    Raises:
+        KafkaClientError or OffsetsError: the cluster did not answer.
+    """
+    waiting = {(t.topic, t.partition): t.last_stable_offset for t in held}
+    deadline = time.monotonic() + settle_s
+    while waiting:
+        stable = admin.last_stable_offsets(list(waiting))
+        waiting = {tp: lso for tp, lso in waiting.items() if stable[tp] == lso}
+        if not waiting or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    return [t for t in held if (t.topic, t.partition) in waiting]
 
 
 @dataclass(frozen=True)

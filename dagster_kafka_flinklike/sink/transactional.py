@@ -173,6 +173,8 @@ class TransactionalSink:
         self._report = DeliveryReport()
         self._consumers: dict[str, Any] = {}
         self._stats: dict[str, Any] = {}
+        #: (producer id, epoch) as first reported after ``init_transactions``.
+        self._identity: tuple[int, int] | None = None
 
     # -- 1. fence ---------------------------------------------------------------------------
     def begin(self) -> None:
@@ -197,6 +199,7 @@ class TransactionalSink:
             }
         )
         self._producer, self._report = reporting_producer(config)
+        self._identity = None
         try:
             # The cluster's metadata first (one request, no topic created): a coordinator query
             # sent while librdkafka replaces its bootstrap connection by the broker's own fails,
@@ -209,8 +212,7 @@ class TransactionalSink:
                 f"Nothing was written."
             ) from exc
         self.log.info(
-            f"Transaction {self.transactional_id!r}: initialised (previous run fenced), "
-            f"timeout {self.timeout_ms} ms."
+            f"Transaction {self.transactional_id!r}: initialised, timeout {self.timeout_ms} ms."
         )
 
     @property
@@ -223,6 +225,32 @@ class TransactionalSink:
     def _on_stats(self, text: str) -> None:
         with contextlib.suppress(ValueError):
             self._stats = json.loads(text).get("eos", {}) or self._stats
+        epoch = self._stats.get("producer_epoch", -1)
+        if self._identity is None and isinstance(epoch, int) and epoch >= 0:
+            self._identity = (int(self._stats.get("producer_id", -1)), epoch)
+
+    def describe_identity(self) -> str | None:
+        """What ``init_transactions`` did, from the producer id and epoch the broker gave (None
+        before the statistics report them).
+
+        Epoch 0 is a new producer id: the transactional id was never used (or the brokers
+        expired it after ``transactional.id.expiration.ms``), so there was nothing to fence.
+        A higher epoch means the id was used before: its earlier producers are fenced, and a
+        transaction one of them left open was aborted (or completed) before this one began.
+        """
+        if self._identity is None:
+            return None
+        producer_id, epoch = self._identity
+        head = f"Transaction {self.transactional_id!r}: producer id {producer_id}, epoch {epoch}"
+        if epoch == 0:
+            return (
+                f"{head}: first use of this transactional id (or the brokers expired it after "
+                f"'transactional.id.expiration.ms'); no earlier producer to fence."
+            )
+        return (
+            f"{head}: the id was used before; init_transactions fenced its earlier producers "
+            f"and ended any transaction they left open before this one began."
+        )
 
     # -- 2. authoritative offsets -----------------------------------------------------------
     def _consumer(self, group_id: str) -> Any:
@@ -374,6 +402,9 @@ class TransactionalSink:
         attempts = self._commit(started)
         self.log.info(f"Transaction {self.transactional_id!r}: committed.")
         self._await_identity()
+        described = self.describe_identity()
+        if described is not None:
+            self.log.info(described)
         return TransactionResult(
             records=sum(by_topic.values()),
             bytes=state["bytes"] - report.failed_bytes,
@@ -398,7 +429,7 @@ class TransactionalSink:
         deadline = time.monotonic() + 4 * _STATS_INTERVAL_MS / 1000
         producer = self._require()
         producer.poll(0)
-        while (self._stats.get("producer_epoch") or -1) < 0 and time.monotonic() < deadline:
+        while self._identity is None and time.monotonic() < deadline:
             producer.poll(0.05)
 
     def _send_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:

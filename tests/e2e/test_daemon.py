@@ -14,7 +14,7 @@ from pathlib import Path
 from dagster import AssetKey, DagsterInstance
 from dagster._core.instance.ref import InstanceRef
 
-from dagster_kafka_flinklike.sensors import SENSOR_TAG
+from dagster_kafka_flinklike.sensors import ATTEMPT_TAG, BATCH_TAG, SENSOR_TAG
 from tests.conftest import consume_all, produce
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,6 +99,7 @@ def test_the_daemon_ticks_the_sensor_and_its_run_materializes(
         assert run is not None
         assert run.tags.get(SENSOR_TAG) == "daemon_copy_new_data"
         assert run.tags.get("dagster/sensor_name") == "daemon_copy_new_data"
+        assert run.tags.get(ATTEMPT_TAG) == "1" and run.tags.get(BATCH_TAG)  # found by these
         metadata = event.asset_materialization.metadata
         assert metadata["numRecordsIn"].value == 20
         assert metadata["numRecordsOut"].value == 20

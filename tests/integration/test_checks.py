@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -322,9 +323,9 @@ def test_transaction_duration_is_measured_against_the_timeout(small_broker, spar
 HANGING_PRODUCER = """
 import sys, time
 from confluent_kafka import Producer
-bootstrap, topic, tid = sys.argv[1:4]
+bootstrap, topic, tid, timeout_ms = sys.argv[1:5]
 producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
-                     "transaction.timeout.ms": 6000})
+                     "transaction.timeout.ms": int(timeout_ms)})
 producer.init_transactions(30)
 producer.begin_transaction()
 for i in range(5):
@@ -342,44 +343,147 @@ def offsets(bootstrap: str, topic: str, level: Any) -> list[int]:
     return [f.result().offset for _, f in sorted(found.items(), key=lambda i: i[0].partition)]
 
 
-def test_a_hanging_transaction_is_detected_then_resolved_after_the_timeout(small_broker) -> None:
+def test_once_the_broker_aborts_a_killed_producers_transaction_the_check_passes(
+    small_broker,
+) -> None:
     bootstrap = small_broker.bootstrap_servers
     topic = topic_on(bootstrap, "hanging-out", partitions=2)
     produce(bootstrap, topic, [(None, b"before", 0)])
     child = subprocess.Popen(
-        [sys.executable, "-c", HANGING_PRODUCER, bootstrap, topic, "hanging-producer-0"],
+        [sys.executable, "-c", HANGING_PRODUCER, bootstrap, topic, "hanging-producer-0", "6000"],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     os.kill(child.pid, signal.SIGKILL)  # killed inside its transaction: nothing ends it
     child.wait()
-    check = HangingTransactionsCheck(max_open=timedelta(seconds=1))
-    checks = build_kafka_asset_checks("hanging_target", [check], sink=sink_table(topic))
-    instance = DagsterInstance.ephemeral()
-    time.sleep(1.5)
     assert offsets(bootstrap, topic, IsolationLevel.READ_COMMITTED) == [1, 0]
-    assert run_checks_alone([AssetSpec("hanging_target")], checks, bootstrap, instance).success
-    found = evaluation(instance, "hanging_target", "kafka_hanging_transactions")
-    assert not found.passed
-    rows = {(r["topic"], r["partition"]): r for r in found.metadata["partitions"].value}
-    assert rows[(topic, 0)]["lastStableOffset"] == 1
-    assert rows[(topic, 0)]["highWatermark"] == 4
-    assert rows[(topic, 1)]["lastStableOffset"] == 0
-    assert rows[(topic, 1)]["highWatermark"] == 2
-    assert rows[(topic, 0)]["openMs"] > 1000
-    assert "kafka-transactions.sh" in found.description and f"{topic}-0" in found.description
-
     deadline = time.monotonic() + 30  # the coordinator aborts it after transaction.timeout.ms
     while offsets(bootstrap, topic, IsolationLevel.READ_COMMITTED) != offsets(
         bootstrap, topic, IsolationLevel.READ_UNCOMMITTED
     ):
         assert time.monotonic() < deadline, "the broker never aborted the transaction"
         time.sleep(0.5)
+    check = HangingTransactionsCheck(max_open=timedelta(seconds=1))
+    checks = build_kafka_asset_checks("hanging_target", [check], sink=sink_table(topic))
+    instance = DagsterInstance.ephemeral()
     assert run_checks_alone([AssetSpec("hanging_target")], checks, bootstrap, instance).success
     resolved = evaluation(instance, "hanging_target", "kafka_hanging_transactions")
     assert resolved.passed
     assert resolved.metadata["openTransactions"].value == 0
+
+
+def transactions_command(command: str) -> None:
+    """Run a ``kafka-transactions.sh`` command line with the embedded broker's own jars."""
+    from dagster_kafka_flinklike.local._fetch import fetch_kafka, find_java
+
+    args = command.split()
+    assert args[0] == "kafka-transactions.sh"
+    classpath = f"{fetch_kafka()}/*"
+    done = subprocess.run(
+        [find_java(), "-cp", classpath, "org.apache.kafka.tools.TransactionsCommand", *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_producer_killed_in_its_transaction_fails_the_check_by_default(
+    kafka_bootstrap, new_topic, monkeypatch
+) -> None:
+    # the session broker allows 15-minute transactions: the sink's timeout is far away
+    monkeypatch.setattr(checks_module, "DEFAULT_MAX_BLOCKED", timedelta(seconds=2))
+    topic = new_topic(partitions=2)
+    produce(kafka_bootstrap, topic, [(None, b"before", 0)])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            HANGING_PRODUCER,
+            kafka_bootstrap,
+            topic,
+            f"killed-{topic}",
+            "120000",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    checks = build_kafka_asset_checks(
+        "killed_target",
+        [HangingTransactionsCheck(), HangingTransactionsCheck(name="warned", severity="WARN")],
+        sink=sink_table(topic),
+    )
+    instance = DagsterInstance.ephemeral()
+    time.sleep(2.5)
+    assert run_checks_alone([AssetSpec("killed_target")], checks, kafka_bootstrap, instance).success
+    found = evaluation(instance, "killed_target", "kafka_hanging_transactions")
+    assert not found.passed and found.severity == AssetCheckSeverity.ERROR
+    warned = evaluation(instance, "killed_target", "warned")
+    assert not warned.passed and warned.severity == AssetCheckSeverity.WARN
+    text = found.description
+    assert f"{topic}-0: blocked for " in text
+    assert "at last stable offset 1, high watermark 4 (3 offset(s) held)" in text
+    assert "at last stable offset 0, high watermark 2 (2 offset(s) held)" in text
+    assert "'transaction.timeout.ms' has passed since it began" in text
+    assert "the sink's producers use 900000 ms" in text
+    first = f"kafka-transactions.sh --bootstrap-server {kafka_bootstrap} abort --topic {topic}"
+    commands = found.metadata["abortCommands"].value
+    assert commands == [
+        f"{first} --partition 0 --start-offset 1",
+        f"{first} --partition 1 --start-offset 0",
+    ]
+    assert all(f"`{c}`" in text for c in commands)
+    rows = {r["partition"]: r for r in found.metadata["partitions"].value}
+    assert rows[0]["limitMs"] == 2000 and rows[0]["openMs"] > 2000
+
+    for command in commands:  # the advice works: readers move on
+        transactions_command(command)
+    assert offsets(kafka_bootstrap, topic, IsolationLevel.READ_COMMITTED) == offsets(
+        kafka_bootstrap, topic, IsolationLevel.READ_UNCOMMITTED
+    )
+    assert run_checks_alone([AssetSpec("killed_target")], checks, kafka_bootstrap, instance).success
+    assert evaluation(instance, "killed_target", "kafka_hanging_transactions").passed
+
+
+def test_a_transaction_that_ends_while_watched_is_not_stuck(kafka_bootstrap, new_topic) -> None:
+    from dagster_kafka_flinklike.run.transactions import open_transactions, still_open
+    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+
+    topic = new_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"pending", partition=0)
+    assert producer.flush(30) == 0
+    admin = KafkaAdmin({"bootstrap.servers": kafka_bootstrap})
+    [held] = open_transactions(admin, [(topic, 0)], {"bootstrap.servers": kafka_bootstrap})
+    assert still_open(admin, [held], settle_s=0.5) == [held]  # nothing ends it: stuck
+    committer = threading.Timer(0.5, producer.commit_transaction, (30,))
+    committer.start()
+    try:
+        assert still_open(admin, [held], settle_s=20) == []  # it moved once committed
+    finally:
+        committer.join()
+
+
+def test_a_runs_own_transaction_is_never_reported_as_hanging(
+    kafka_bootstrap, new_topic, spark, monkeypatch
+) -> None:
+    monkeypatch.setattr(checks_module, "DEFAULT_MAX_BLOCKED", timedelta(milliseconds=1))
+    topic, out = new_topic(partitions=1), new_topic(partitions=2)
+    produce(kafka_bootstrap, topic, records(0, 50))
+    sink = eos(out)
+    asset = copy(source_table(topic), sink, [HangingTransactionsCheck()])
+    instance = DagsterInstance.ephemeral()
+    for _ in range(2):
+        assert materialize([asset], instance=instance, resources=resources(kafka_bootstrap)).success
+        check = evaluation(instance, "copied", "kafka_hanging_transactions")
+        assert check.passed, check.description
+        produce(kafka_bootstrap, topic, records(50, 80))
 
 
 def test_lag_over_and_under_the_thresholds(kafka_bootstrap, new_topic, spark) -> None:

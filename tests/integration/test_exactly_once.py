@@ -279,3 +279,37 @@ def test_a_commit_that_times_out_is_retried_never_aborted(small_broker, spark, m
     assert any("retrying" in w for w in log.warnings)
     assert output_ids(bootstrap, sink_topic, 1) == Counter(range(100))
     assert committed(bootstrap, "retry-group", source, 1) == [100]
+
+
+class Lines:
+    """A log that keeps its info lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str) -> None:
+        self.lines.append(message)
+
+    def warning(self, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_the_log_says_whether_a_transactional_id_was_used_before(kafka_bootstrap) -> None:
+    tid = f"identity-{time.time_ns()}-0"
+    said = []
+    for _ in range(2):
+        log = Lines()
+        sink = transactional.TransactionalSink(
+            "unused", {"bootstrap.servers": kafka_bootstrap}, tid, log=log
+        )
+        try:
+            sink.begin()
+            sink.write_outputs([], {})
+        finally:
+            sink.close()
+        assert not any("fenced" in line for line in log.lines[:1])  # init claims nothing
+        said.append(next(line for line in log.lines if "producer id" in line))
+    assert "epoch 0: first use of this transactional id" in said[0]
+    assert "no earlier producer to fence" in said[0]
+    assert "epoch 1: the id was used before" in said[1]
+    assert "fenced its earlier producers" in said[1]

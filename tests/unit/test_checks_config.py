@@ -120,3 +120,17 @@ def test_transaction_timeouts_and_open_transactions() -> None:
     held = OpenTransaction("t", 1, 10, 25, first_record_ms=1_000)
     assert (held.held_records, held.open_ms(5_000)) == (15, 4_000)
     assert OpenTransaction("t", 1, 10, 25).open_ms(5_000) is None
+
+
+def test_the_hanging_transactions_default_is_the_documented_one() -> None:
+    from pathlib import Path
+
+    from dagster_kafka_flinklike import checks
+
+    assert timedelta(minutes=2) == checks.DEFAULT_MAX_BLOCKED
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    [row] = [
+        line for line in readme.splitlines() if line.startswith("| `HangingTransactionsCheck`")
+    ]
+    assert "Default: 2 minutes on the sink" in row
+    assert "DEFAULT_MAX_BLOCKED` (2 minutes)" in (HangingTransactionsCheck.__doc__ or "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import AssetKey, Definitions
+from dagster import AssetKey, AssetSpec, Definitions
 
 from dagster_kafka_flinklike import (
     KafkaResource,
@@ -133,3 +133,28 @@ def test_a_streaming_asset_stands_for_its_sink_topic() -> None:
     assert spec.metadata["dagster/table_name"] == "out"
     assert [c.name for c in spec.metadata["dagster/column_schema"].value.columns] == ["id", "ts"]
     assert spec.kinds == {"kafka", "spark"}
+
+
+def test_changelog_tables_list_exactly_their_declared_columns() -> None:
+    declared = [{"name": "id", "type": "BIGINT"}, {"name": "total", "type": "DOUBLE"}]
+    upsert = KafkaTableSpec.from_options(
+        {"connector": "upsert-kafka", "topic": "totals", "key.format": "json",
+         "value.format": "json"},
+        columns=declared,
+        primary_key=["id"],
+        role="sink",
+    )  # fmt: skip
+    cdc = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": "cdc", "format": "debezium-json"}, columns=declared
+    )
+
+    @kafka_streaming_asset(sources={"orders": table("orders", topic="orders")}, sink=upsert)
+    def totals(context, orders):  # type: ignore[no-untyped-def]
+        return orders
+
+    def names(spec: AssetSpec) -> list[str]:
+        return [c.name for c in spec.metadata["dagster/column_schema"].value.columns]
+
+    # the row kind is a column of the frames, not of the table (Flink's schema has none)
+    assert names(totals.specs_by_key[AssetKey("totals")]) == ["id", "total"]
+    assert names(KafkaTranslator().get_asset_spec(cdc)) == ["id", "total"]
