@@ -64,7 +64,7 @@ attributes:
       checks:
         dirty_data: {{max_ratio: 0.05, blocking: true}}
         consumer_lag: {{max_pending_records: 1000, max_pending_age: 30 min, severity: WARN}}
-      new_data_sensor: {{min_pending_records: 500, max_pending_age: 5 min}}
+      new_data_sensor: {{min_pending_records: 500, max_pending_age: 5 min, max_retries: 5}}
     - sql_file: hourly_insert.sql
       partitions: {{type: hourly, start: "2026-11-20-00:00", end_offset: 1}}
       allowed_lateness: 5 min
@@ -175,6 +175,7 @@ def test_tables_assets_checks_sensors_and_partitions_from_yaml() -> None:
         sensors = {s.name: s for s in defs.sensors or []}
         assert set(sensors) == {"kafka__large_orders_new_data", "orders_partition_discovery"}
         assert sensors["orders_partition_discovery"].minimum_interval_seconds == 60
+        assert "up to 5 time(s)" in (sensors["kafka__large_orders_new_data"].description or "")
         assert set(defs.resources or {}) == {"kafka", "pyspark"}
 
 

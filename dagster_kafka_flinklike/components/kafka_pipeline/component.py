@@ -723,11 +723,15 @@ class KafkaPipelineComponent(Component, Resolvable, Model):
     ) -> list[SensorDefinition]:
         model = entry.new_data_sensor
         assert model is not None
+        backoff = duration("retry_backoff", model.retry_backoff)
+        assert backoff is not None  # the field has a default
         return [
             build_kafka_new_data_sensor(
                 asset,
                 min_pending_records=model.min_pending_records,
                 max_pending_age=duration("max_pending_age", model.max_pending_age),
+                max_retries=model.max_retries,
+                retry_backoff=backoff,
                 name=model.name if model.name and len(assets) == 1 else None,
                 minimum_interval_seconds=model.minimum_interval_seconds,
                 default_status=self.sensors.status,

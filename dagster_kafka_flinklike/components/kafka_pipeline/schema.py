@@ -166,8 +166,9 @@ class HangingTransactionsCheckModel(_CheckModel):
 
     max_open: str | None = Field(
         default=None,
-        description="How long a transaction may stay open (default: the transaction timeout).",
-        examples=["15 min"],
+        description="How long a transaction may hold readers back before the check fails "
+        "(default: 2 min on the sink, the brokers' transaction.max.timeout.ms on sources).",
+        examples=["5 min"],
     )
 
     def build(self) -> kafka_checks.HangingTransactionsCheck:
@@ -277,6 +278,15 @@ class NewDataSensorModel(Model):
         examples=["5 min"],
     )
     minimum_interval_seconds: int = Field(default=30, description="Seconds between ticks.")
+    max_retries: int = Field(
+        default=3, description="Request a batch whose run failed again, at most this many times."
+    )
+    retry_backoff: str = Field(
+        default="1 min",
+        description="Wait this long before the first retry of a failed batch (doubling after "
+        "each further failure).",
+        examples=["30 s"],
+    )
     name: str | None = Field(default=None, description="The sensor's name.")
 
 
