@@ -403,8 +403,8 @@ def timestamp_error(kind: int, millis: int) -> str:
     its record dirty (the :data:`TIMESTAMP_ERROR` of the record).
 
     Example:
-        >>> timestamp_error(1, 2**63 - 1)[:44]
-        'timestamp: 9223372036854775807 ms (CreateTime'
+        >>> timestamp_error(1, 2**63 - 1).split(" is ")[0]
+        'timestamp: 9223372036854775807 ms (CreateTime)'
     """
     name = _TIMESTAMP_TYPES[kind] if 0 <= kind < len(_TIMESTAMP_TYPES) else f"type {kind}"
     return (

@@ -55,6 +55,10 @@ EXAMPLES = int(sys.argv[2])
 text_scan = load("_text_scan", DIRECTORY)
 messages_module = load("_messages", DIRECTORY)
 LAST_CALL = (DIRECTORY / "last-call.txt").open("w")
+#: Each property's settings: examples from the command line, none saved between runs.
+PROPERTY = settings(
+    max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def note(name: str, *arguments: Any) -> None:
@@ -211,8 +215,7 @@ def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
             assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@PROPERTY
 @given(arguments=batches(csv=False))
 def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
     call, valid = arguments
@@ -228,8 +231,7 @@ def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
 _BYTE = st.one_of(st.sampled_from([44, 59, 34, 39, 92, 9, 35, -1, 0, 127]), st.integers(-300, 300))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@PROPERTY
 @given(
     arguments=batches(csv=True),
     delimiter=_BYTE,
@@ -312,8 +314,7 @@ def _method(field: str, messages: list[Any], change: str, when: int) -> Any:
     return method
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@PROPERTY
 @given(
     messages=_messages,
     change=st.sampled_from(_CHANGES),
