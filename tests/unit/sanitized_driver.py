@@ -215,17 +215,22 @@ def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
             assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
 
 
-@PROPERTY
-@given(arguments=batches(csv=False))
-def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
-    call, valid = arguments
-    note("scan", *call)
+def scan_checked(function: Any, call: tuple[Any, ...], valid: bool) -> None:
+    """``function(*call)``: a result of the right shape, or (only if not ``valid``) an argument
+    error."""
+    note(function.__name__, *call)
     try:
-        result = text_scan.scan(*call)
+        result = function(*call)
     except ARGUMENT_ERRORS:
         assert not valid, call
         return
     check_scanned(result, call[4], call[5])
+
+
+@PROPERTY
+@given(arguments=batches(csv=False))
+def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
+    scan_checked(text_scan.scan, *arguments)
 
 
 _BYTE = st.one_of(st.sampled_from([44, 59, 34, 39, 92, 9, 35, -1, 0, 127]), st.integers(-300, 300))
@@ -251,14 +256,9 @@ def test_scan_csv(
     call, valid = arguments
     valid = valid and 0 <= delimiter <= 127 and min(quote, escape) >= -1
     valid = valid and max(quote, escape) <= 127 and not isinstance(null_literal, str)
-    call = (*call, delimiter, quote, escape, null_literal, comments)
-    note("scan_csv", *call)
-    try:
-        result = text_scan.scan_csv(*call)
-    except ARGUMENT_ERRORS:
-        assert not valid, call
-        return
-    check_scanned(result, call[4], call[5])
+    scan_checked(
+        text_scan.scan_csv, (*call, delimiter, quote, escape, null_literal, comments), valid
+    )
 
 
 # --- message fields -----------------------------------------------------------------------------
