@@ -16,7 +16,7 @@
  *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow)
  *   'm' DECIMAL(p, s): a number without exponent whose digits fit p and s exactly
  *   'D' DATE: a string yyyy-MM-dd naming a day (days since 1970-01-01)
- *   'C' TIME: a string HH:mm:ss[.fraction], kept as text
+ *   'C' TIME: a string HH:mm:ss[.fraction] naming a time of day, kept as text
  *   't' 'T' TIMESTAMP, 'z' 'Z' TIMESTAMP_LTZ: a string of timestamp-format.standard's shape
  *       (t, z: SQL "yyyy-MM-dd HH:mm:ss[.fraction]"; T, Z: ISO-8601 "yyyy-MM-ddTHH:mm[:ss[.f]]";
  *       z, Z end with "Z", UTC) naming a time (microseconds since the epoch, digits past the
@@ -575,10 +575,10 @@ static int temporal_value(char kind, const char *p, Py_ssize_t n, int64_t *out) 
             return -1;
         return parse_date(p, out);
     }
-    if (kind == 'C') { /* TIME: the shape only, the text is the value */
+    if (kind == 'C') { /* TIME: the shape and the range only, the text is the value */
         int h, m, sec;
         if (n < 8 || p[2] != ':' || p[5] != ':' || digits(p, 2, &h) || digits(p + 3, 2, &m) ||
-            digits(p + 6, 2, &sec))
+            digits(p + 6, 2, &sec) || h > 23 || m > 59 || sec > 59)
             return -1;
         if (n == 8)
             return 0;
@@ -676,6 +676,8 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         int r = scan_string(c, &col->text);
         if (r < 0)
             return r;
+        if (col->text.used == start)
+            return -1; /* an empty string is no temporal value */
         if (store_temporal(col, col->kind, col->text.data + start, col->text.used - start, row) < 0)
             return -1;
         break;
@@ -728,6 +730,8 @@ static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t ro
     case 's': case 'C':
         if (col->kind == 'C' && store_temporal(col, 'C', (const char *)p, n, row) < 0)
             return -1;
+        if (n == 0)
+            break;
         if (reserve(&col->text, n) < 0)
             return -2;
         memcpy(col->text.data + col->text.used, p, (size_t)n);
@@ -983,24 +987,33 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
         goto done;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0)
         goto done;
-    if (offsets.len < (Py_ssize_t)sizeof(int32_t) * (offset + length + 1) ||
-        (have_validity && validity.len * 8 < offset + length)) {
+    /* The records [offset, offset + length) need offset + length + 1 offsets (no sum here can
+     * overflow: both are at most the number of offsets) and as many validity bits. */
+    Py_ssize_t n_offsets = offsets.len / (Py_ssize_t)sizeof(int32_t);
+    if (n_offsets < 1 || length > n_offsets - 1 || offset > n_offsets - 1 - length ||
+        (have_validity && (offset + length + 7) / 8 > validity.len)) {
         PyErr_SetString(PyExc_ValueError, "the buffers are shorter than offset + length");
         goto done;
     }
-    const int32_t *starts = (const int32_t *)offsets.buf;
-    if (length > 0 && (starts[offset] < 0 || starts[offset + length] > data.len)) {
-        PyErr_SetString(PyExc_ValueError, "the offsets point outside the data buffer");
-        goto done;
-    }
+    /* Offsets are read with memcpy: the buffer may be any bytes-like object, aligned or not. */
+    const char *starts = (const char *)offsets.buf;
     for (int j = 0; j < n_cols; j++) {
         PyObject *spec = PyTuple_GET_ITEM(columns_obj, j);
         const char *name, *kind;
         Py_ssize_t name_len, kind_len;
         int precision, scale;
+        if (!PyTuple_Check(spec)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a column must be a (name, kind, precision, scale) tuple");
+            goto done;
+        }
         if (!PyArg_ParseTuple(spec, "y#s#ii", &name, &name_len, &kind, &kind_len, &precision,
                               &scale))
             goto done;
+        if (kind_len != 1) {
+            PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+            goto done;
+        }
         Column *col = &cols[j];
         col->name = name;
         col->name_len = name_len;
@@ -1050,6 +1063,7 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
     Buffer scratch = {0};
 
     int failed = 0;
+    Py_ssize_t bad = 0;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t marks[MAX_COLUMNS];
     for (Py_ssize_t i = 0; i < length && !failed; i++) {
@@ -1057,10 +1071,20 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
         int present = !have_validity || (((const uint8_t *)validity.buf)[at >> 3] >> (at & 7)) & 1;
         int r = -1;
         if (present) {
+            /* Each record's offsets read once and checked against the data: a buffer another
+             * thread writes to cannot move a record out of it after the check. */
+            int32_t first, last;
+            memcpy(&first, starts + at * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+            memcpy(&last, starts + (at + 1) * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+            if (first < 0 || last < first || last > data.len) {
+                failed = 3;
+                bad = at;
+                break;
+            }
             for (int j = 0; j < n_cols; j++)
                 marks[j] = cols[j].text.used;
-            const uint8_t *start = (const uint8_t *)data.buf + starts[at];
-            const uint8_t *stop = (const uint8_t *)data.buf + starts[at + 1];
+            const uint8_t *start = (const uint8_t *)data.buf + first;
+            const uint8_t *stop = (const uint8_t *)data.buf + last;
             if (csv != NULL) {
                 r = scan_csv_record(start, stop, cols, n_cols, i, csv, &scratch);
             } else {
@@ -1098,6 +1122,11 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
     }
     if (failed == 2) {
         PyErr_SetString(PyExc_OverflowError, "a string column exceeds 2 GiB in one batch");
+        goto done;
+    }
+    if (failed == 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "the offsets of record %zd point outside the data buffer (or decrease)", bad);
         goto done;
     }
 
@@ -1165,8 +1194,10 @@ static PyObject *scan_csv(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOnnOiiiOp", &validity, &offsets, &data, &offset, &length,
                           &columns, &delimiter, &quote, &escape, &null_literal, &comments))
         return NULL;
-    if (delimiter < 0 || delimiter > 0x7F || quote > 0x7F || escape > 0x7F) {
-        PyErr_SetString(PyExc_ValueError, "the delimiter, quote and escape must be ASCII");
+    if (delimiter < 0 || delimiter > 0x7F || quote < -1 || quote > 0x7F || escape < -1 ||
+        escape > 0x7F) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the delimiter, quote and escape must be ASCII (quote, escape: or -1)");
         return NULL;
     }
     Csv csv = {(uint8_t)delimiter, quote, escape, NULL, 0, comments};

@@ -12,7 +12,8 @@ def scan(
 ) -> tuple[bytes, list[tuple[bytes, ...]]]:
     """Decode ``length`` JSON values of an Arrow binary array (its buffers) into the flat
     ``columns`` (name, kind, precision, scale): a bitmap of the records decoded, and each
-    column's Arrow buffers."""
+    column's Arrow buffers. Buffers, ``offset`` and ``length`` that do not fit each other (or
+    offsets outside the data) raise ValueError; nothing is read outside them."""
 
 def scan_csv(
     validity: Any,

@@ -49,7 +49,8 @@ _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 _FLOATING = {"FLOAT", "DOUBLE"}
 _NESTED = {"ROW", "ARRAY", "MULTISET", "MAP"}
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
-_TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,9})?$"
+#: HH:mm:ss[.fraction] naming a time of day (Flink refuses 24:00:00, 12:60:00 and 12:00:60).
+_TIME = r"^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?$"
 _TIMESTAMP = {
     "SQL": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?",
     "ISO-8601": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?",

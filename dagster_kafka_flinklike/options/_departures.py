@@ -101,6 +101,10 @@ DEPARTURES: tuple[str, ...] = (
     "keystore works).",
     "TIME columns are carried as Spark STRING (Spark has no TIME type); TIMESTAMP maps to Spark "
     "TIMESTAMP_NTZ and TIMESTAMP_LTZ to Spark TIMESTAMP.",
+    "A Kafka record timestamp that Spark's TIMESTAMP cannot hold (a CreateTime, which a producer "
+    "may set to any 64-bit value, more than 9223372036854775 ms from the epoch either way: Spark "
+    "counts microseconds in 64 bits) makes its record dirty data with the reason, where Flink "
+    "reads it.",
     "`raw.charset` takes the charsets Spark decodes and encodes (UTF-8, US-ASCII, ISO-8859-1, "
     "UTF-16, UTF-16BE, UTF-16LE, UTF-32, in any spelling Python knows); others are rejected when "
     "the table is declared, where Flink takes any Java charset.",

@@ -6,6 +6,8 @@
  *
  * Each function takes the messages and the Message method that gives the field (so nothing here
  * depends on confluent-kafka's internals) and returns the Arrow buffers of the field's array.
+ * The method is Python code that may change the list: the messages are read from a tuple taken
+ * before the first call, which also holds a reference to each of them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,27 +27,41 @@ static PyObject *validity_or_none(uint8_t *bits, Py_ssize_t n, Py_ssize_t valid)
     return as_bytes(bits, (n + 7) / 8);
 }
 
+/* The messages argument (a list) as a new tuple of its items, or NULL with an exception set. */
+static PyObject *snapshot(PyObject *args, PyObject **method) {
+    PyObject *messages;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &messages, method))
+        return NULL;
+    return PyList_AsTuple(messages);
+}
+
 PyDoc_STRVAR(timestamps_doc,
-    "timestamps(messages, method) -> (validity or None, microseconds)\n\n"
+    "timestamps(messages, method) -> (validity or None, microseconds, out_of_range)\n\n"
     "`method(message)` is (type, milliseconds) (Message.timestamp): the microseconds since the\n"
-    "epoch as int64 values, null where the type is 0 (no timestamp).");
+    "epoch as int64 values, null where the type is 0 (no timestamp) and where the milliseconds\n"
+    "have no int64 microseconds (|ms| > 9223372036854775); those are listed in out_of_range as\n"
+    "(index, type, milliseconds).");
 
 static PyObject *timestamps(PyObject *self, PyObject *args) {
-    PyObject *messages, *method;
+    PyObject *method;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &messages, &method))
+    PyObject *messages = snapshot(args, &method);
+    if (messages == NULL)
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(messages);
+    Py_ssize_t n = PyTuple_GET_SIZE(messages);
     int64_t *micros = calloc((size_t)(n ? n : 1), sizeof(int64_t));
     uint8_t *bits = calloc((size_t)((n + 7) / 8 + 1), 1);
+    PyObject *out_of_range = PyList_New(0);
     PyObject *result = NULL;
     Py_ssize_t valid = 0;
+    if (out_of_range == NULL)
+        goto done;
     if (micros == NULL || bits == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *message = PyList_GET_ITEM(messages, i);
+        PyObject *message = PyTuple_GET_ITEM(messages, i);
         PyObject *stamp = PyObject_Vectorcall(method, &message, 1, NULL);
         if (stamp == NULL)
             goto done;
@@ -59,15 +75,27 @@ static PyObject *timestamps(PyObject *self, PyObject *args) {
         Py_DECREF(stamp);
         if ((kind == -1 || millis == -1) && PyErr_Occurred())
             goto done;
-        if (kind != 0) {
-            micros[i] = (int64_t)millis * 1000;
-            bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-            valid++;
+        if (kind == 0)
+            continue;
+        int64_t value;
+        if (__builtin_mul_overflow((int64_t)millis, (int64_t)1000, &value)) {
+            PyObject *entry = Py_BuildValue("(nlL)", i, kind, millis);
+            if (entry == NULL || PyList_Append(out_of_range, entry) < 0) {
+                Py_XDECREF(entry);
+                goto done;
+            }
+            Py_DECREF(entry);
+            continue;
         }
+        micros[i] = value;
+        bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        valid++;
     }
-    result = Py_BuildValue("(NN)", validity_or_none(bits, n, valid),
-                           as_bytes(micros, (Py_ssize_t)sizeof(int64_t) * n));
+    result = Py_BuildValue("(NNO)", validity_or_none(bits, n, valid),
+                           as_bytes(micros, (Py_ssize_t)sizeof(int64_t) * n), out_of_range);
 done:
+    Py_DECREF(messages);
+    Py_XDECREF(out_of_range);
     free(micros);
     free(bits);
     return result;
@@ -79,11 +107,12 @@ PyDoc_STRVAR(binaries_doc,
     "binary array (int32 offsets) of them, null where None.");
 
 static PyObject *binaries(PyObject *self, PyObject *args) {
-    PyObject *messages, *method;
+    PyObject *method;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &messages, &method))
+    PyObject *messages = snapshot(args, &method);
+    if (messages == NULL)
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(messages);
+    Py_ssize_t n = PyTuple_GET_SIZE(messages);
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)(n + 1));
     uint8_t *bits = calloc((size_t)((n + 7) / 8 + 1), 1);
     char *data = NULL;
@@ -95,7 +124,7 @@ static PyObject *binaries(PyObject *self, PyObject *args) {
     }
     offsets[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *message = PyList_GET_ITEM(messages, i);
+        PyObject *message = PyTuple_GET_ITEM(messages, i);
         PyObject *field = PyObject_Vectorcall(method, &message, 1, NULL);
         if (field == NULL)
             goto done;
@@ -124,7 +153,8 @@ static PyObject *binaries(PyObject *self, PyObject *args) {
                 data = bigger;
                 capacity = grown;
             }
-            memcpy(data + used, PyBytes_AS_STRING(field), (size_t)size);
+            if (size > 0)
+                memcpy(data + used, PyBytes_AS_STRING(field), (size_t)size);
             used += size;
             bits[i >> 3] |= (uint8_t)(1u << (i & 7));
             valid++;
@@ -136,6 +166,7 @@ static PyObject *binaries(PyObject *self, PyObject *args) {
                            as_bytes(offsets, (Py_ssize_t)sizeof(int32_t) * (n + 1)),
                            as_bytes(data ? data : "", used));
 done:
+    Py_DECREF(messages);
     free(offsets);
     free(bits);
     free(data);

@@ -49,6 +49,14 @@ RECORD_FIELDS = (
     "headers",
     "leader-epoch",
 )
+#: A field the reader gives besides the record's own: why the record's ``timestamp`` is null
+#: although the record has one (its milliseconds lie beyond what Spark's TIMESTAMP holds, see
+#: :data:`MAX_TIMESTAMP_MS`), null for every other record.
+TIMESTAMP_ERROR = "timestamp-error"
+#: The largest magnitude of a record timestamp in milliseconds whose microseconds (Spark's unit)
+#: fit in a 64-bit integer; a producer may set any 64-bit timestamp (CreateTime).
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+_READ_FIELDS = (*RECORD_FIELDS, TIMESTAMP_ERROR)
 #: Most records in one Arrow batch (one ``consume`` call).
 DEFAULT_BATCH_SIZE = 10_000
 #: Target size of one batch; large records make batches hold fewer than ``batch_size``.
@@ -96,11 +104,11 @@ def column_name(field: str) -> str:
 
 
 def _check_fields(fields: Sequence[str]) -> None:
-    unknown = [f for f in fields if f not in RECORD_FIELDS]
+    unknown = [f for f in fields if f not in _READ_FIELDS]
     if unknown:
         raise KafkaConnectorError(
             f"Unknown record field(s) {', '.join(map(repr, unknown))}; a Kafka record has "
-            f"{', '.join(RECORD_FIELDS)}."
+            f"{', '.join(RECORD_FIELDS)} (and the reader gives {TIMESTAMP_ERROR})."
         )
 
 
@@ -119,6 +127,7 @@ def arrow_schema(fields: Sequence[str]) -> pa.Schema:
         "timestamp-type": pa.string(),
         "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
         "leader-epoch": pa.int32(),
+        TIMESTAMP_ERROR: pa.string(),
     }
     return pa.schema([(column_name(f), types[f]) for f in fields])
 
@@ -142,6 +151,7 @@ def spark_schema(fields: Sequence[str], derived: Sequence[DerivedColumn] = ()) -
             )
         ),
         "leader-epoch": T.IntegerType(),
+        TIMESTAMP_ERROR: T.StringType(),
     }
     return T.StructType(
         [T.StructField(column_name(f), types[f]) for f in fields]
@@ -249,17 +259,55 @@ class _BatchBuilder:
             self._counting = pa.array(range(max(n, 1024)), pa.int64())
         return pc.add(self._counting.slice(0, n), pa.scalar(first, pa.int64()))
 
-    def _timestamps(self, stamps: list[tuple[int, int]]) -> pa.Array:
-        """Timestamps in µs (Spark's unit); null where a record has no timestamp (type 0)."""
+    def _stamps(self, records: list[Any], cache: dict[str, Any]) -> list[tuple[int, int]]:
+        """The records' (type, milliseconds) timestamps, taken once per batch."""
+        stamps = cache.get("stamps")
+        if stamps is None:
+            stamps = cache["stamps"] = list(map(self._message.timestamp, records))
+        return stamps
+
+    def _timestamps(self, records: list[Any], cache: dict[str, Any]) -> tuple[pa.Array, pa.Array]:
+        """Timestamps in µs (Spark's unit), null where a record has no timestamp (type 0) or one
+        beyond :data:`MAX_TIMESTAMP_MS`; and :data:`TIMESTAMP_ERROR` (why) for the latter."""
+        import pyarrow as pa
+
+        found = cache.get("timestamp")
+        if found is not None:
+            return cast("tuple[pa.Array, pa.Array]", found)
+        n = len(records)
+        beyond: list[tuple[int, int, int]]
+        if self._native is not None:
+            validity, micros, beyond = self._native.timestamps(records, self._message.timestamp)
+            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(micros)]
+            stamps = pa.Array.from_buffers(self._timestamp, n, buffers)
+        else:
+            stamps, beyond = self._python_timestamps(self._stamps(records, cache))
+        errors = pa.nulls(n, pa.string())
+        if beyond:
+            reasons: list[str | None] = [None] * n
+            for i, kind, millis in beyond:
+                reasons[i] = timestamp_error(kind, millis)
+            errors = pa.array(reasons, pa.string())
+        cache["timestamp"] = stamps, errors
+        return stamps, errors
+
+    def _python_timestamps(
+        self, stamps: list[tuple[int, int]]
+    ) -> tuple[pa.Array, list[tuple[int, int, int]]]:
+        """:meth:`_timestamps` without the C module: the same array, and the records beyond
+        :data:`MAX_TIMESTAMP_MS` as (index, type, milliseconds)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         millis = pa.array(list(map(_stamp_millis, stamps)), pa.int64())
-        micros = pc.multiply(millis, 1000).view(self._timestamp)
-        if min(map(_stamp_type, stamps)) > 0:
-            return micros
         kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
-        return pc.if_else(pc.greater(kinds, 0), micros, None)
+        beyond = pc.or_(pc.greater(millis, MAX_TIMESTAMP_MS), pc.less(millis, -MAX_TIMESTAMP_MS))
+        beyond = pc.and_(beyond, pc.greater(kinds, 0))
+        kept = pc.and_(pc.greater(kinds, 0), pc.invert(beyond))
+        micros = pc.multiply(pc.if_else(kept, millis, None), 1000).view(self._timestamp)
+        if not beyond.true_count:
+            return micros, []
+        return micros, [(i, *stamps[i]) for i in pc.indices_nonzero(beyond).to_pylist()]
 
     def _headers(self, records: list[Any]) -> pa.Array:
         import pyarrow as pa
@@ -271,8 +319,9 @@ class _BatchBuilder:
             )
         return headers
 
-    def _field(self, field: str, records: list[Any], stamps: list[Any]) -> pa.Array:
-        """One field of every record (``stamps``: the records' timestamps, filled on first use)."""
+    def _field(self, field: str, records: list[Any], cache: dict[str, Any]) -> pa.Array:
+        """One field of every record (``cache``: what fields of one batch share, filled on first
+        use: the records' timestamps)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -291,16 +340,11 @@ class _BatchBuilder:
             return pa.repeat(self._topic, len(records))
         if field == "partition":
             return pa.repeat(self._partition, len(records))
-        if field == "timestamp" and native is not None:
-            validity, micros = native.timestamps(records, message.timestamp)
-            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(micros)]
-            return pa.Array.from_buffers(self._timestamp, len(records), buffers)
-        if field in ("timestamp", "timestamp-type"):
-            if not stamps:
-                stamps.extend(map(message.timestamp, records))
-            if field == "timestamp":
-                return self._timestamps(stamps)
-            kinds = pa.array(list(map(_stamp_type, stamps)), pa.int8())
+        if field in ("timestamp", TIMESTAMP_ERROR):
+            stamps, errors = self._timestamps(records, cache)
+            return stamps if field == "timestamp" else errors
+        if field == "timestamp-type":
+            kinds = pa.array(list(map(_stamp_type, self._stamps(records, cache))), pa.int8())
             return pc.take(self._type_names, kinds)
         if field == "headers":
             return self._headers(records)
@@ -311,18 +355,23 @@ class _BatchBuilder:
         derived columns; the shed fields are null where the decoding columns all decoded."""
         import pyarrow as pa
 
-        stamps: list[Any] = []
-        built = {f: self._field(f, records, stamps) for f in self._first}
+        cache: dict[str, Any] = {}
+        built = {f: self._field(f, records, cache) for f in self._first}
         derived = [d.compute(built[d.source]) for d in self.derived]
         if self.shed:
-            self._shed(built, derived, records, stamps)
+            self._shed(built, derived, records, cache)
         arrays = [*(built[f] for f in self.fields), *derived]
         return pa.RecordBatch.from_arrays(arrays, names=self.names)
 
     def _shed(
-        self, built: dict[str, pa.Array], derived: list[pa.Array], records: list[Any], stamps: list
+        self,
+        built: dict[str, pa.Array],
+        derived: list[pa.Array],
+        records: list[Any],
+        cache: dict[str, Any],
     ) -> None:
-        """Fill in the shed fields: null where every decoding column decoded the record."""
+        """Fill in the shed fields: null where every decoding column decoded the record (and its
+        timestamp was read: a record with a :data:`TIMESTAMP_ERROR` is dirty, its bytes kept)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -331,6 +380,10 @@ class _BatchBuilder:
         for i in self.decoded_by:
             valid = derived[i].is_valid()
             decoded = valid if decoded is None else pc.and_(decoded, valid)
+        errors = built.get(TIMESTAMP_ERROR)
+        if errors is not None and errors.null_count < n:
+            clean = errors.is_null()
+            decoded = clean if decoded is None else pc.and_(decoded, clean)
         count = n if decoded is None else decoded.true_count
         for field in self.shed:
             kind = self.schema.field(column_name(field)).type
@@ -339,10 +392,25 @@ class _BatchBuilder:
                 continue
             array = built.get(field)
             if array is None:
-                array = self._field(field, records, stamps)
+                array = self._field(field, records, cache)
             if count:
                 array = pc.if_else(decoded, pa.scalar(None, kind), array)
             built[field] = array
+
+
+def timestamp_error(kind: int, millis: int) -> str:
+    """Why a record timestamp of ``millis`` (type ``kind``) beyond :data:`MAX_TIMESTAMP_MS` makes
+    its record dirty (the :data:`TIMESTAMP_ERROR` of the record).
+
+    Example:
+        >>> timestamp_error(1, 2**63 - 1).split(" is ")[0]
+        'timestamp: 9223372036854775807 ms (CreateTime)'
+    """
+    name = _TIMESTAMP_TYPES[kind] if 0 <= kind < len(_TIMESTAMP_TYPES) else f"type {kind}"
+    return (
+        f"timestamp: {millis} ms ({name}) is beyond the range of Spark's TIMESTAMP "
+        f"(microseconds in 64 bits: at most {MAX_TIMESTAMP_MS} ms from the epoch either way)"
+    )
 
 
 def _next_count(records: list[Any], batch_size: int, max_batch_bytes: int) -> int:

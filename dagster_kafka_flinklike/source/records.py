@@ -31,7 +31,7 @@ from ..options import (
     parse_header_filter,
     spark_type,
 )
-from .reader import DerivedColumn, Shedding, column_name
+from .reader import TIMESTAMP_ERROR, DerivedColumn, Shedding, column_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -79,14 +79,15 @@ METADATA_FIELDS = {
 def record_fields(spec: KafkaTableSpec) -> tuple[str, ...]:
     """The raw record fields that decoding ``spec`` needs (the reader extracts only these).
 
-    Always the provenance fields (key, value, topic, partition, offset, timestamp); ``headers``
-    when the table filters on them; and the fields of its metadata columns.
+    Always the provenance fields (key, value, topic, partition, offset, timestamp) and the
+    reader's ``timestamp-error`` (a record whose timestamp Spark cannot hold is dirty);
+    ``headers`` when the table filters on them; and the fields of its metadata columns.
 
     Example:
         >>> record_fields(spec)  # doctest: +SKIP
-        ('key', 'value', 'topic', 'partition', 'offset', 'timestamp')
+        ('key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestamp-error')
     """
-    wanted = ["key", "value", "topic", "partition", "offset", "timestamp"]
+    wanted = ["key", "value", "topic", "partition", "offset", "timestamp", TIMESTAMP_ERROR]
     formats = [f for f in (spec.value_format, spec.key_format) if f is not None]
     if spec.header_filter or any(needs_headers(f.name) for f in formats):
         wanted.append("headers")
@@ -350,8 +351,12 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
           for part, expr in side.items()],
     )  # fmt: skip
     side_errors = [F.col(f"__dkf_{name}_error") for name in ("key", "value") if name in sides]
-    error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
     tolerated = F.col(ERROR).isNotNull()
+    stamp_error = column_name(TIMESTAMP_ERROR)
+    if stamp_error in raw_columns:  # a timestamp Spark cannot hold: no format tolerates it
+        side_errors.insert(0, F.col(stamp_error))
+        tolerated = tolerated & F.col(stamp_error).isNull()
+    error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
     for name in sides:
         side_error = F.col(f"__dkf_{name}_error")
         tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
@@ -397,7 +402,8 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
 
 def _shed_native_values(spec: KafkaTableSpec, raw: Any, natives: set[str]) -> Any:
     """``raw`` without the value bytes of the records every decoded side of which the reader
-    decoded natively, and with :data:`VALUE_BYTES` (the value's size, counted before).
+    decoded natively (and whose timestamp it read), and with :data:`VALUE_BYTES` (the value's
+    size, counted before).
 
     Those records are clean, so nothing reads their raw value again (the dirty records' samples
     and dead letters keep theirs). Carrying ~200 bytes per record through every projection of
@@ -416,6 +422,8 @@ def _shed_native_values(spec: KafkaTableSpec, raw: Any, natives: set[str]) -> An
     )
     if not shown and sides and all(_native(side) in natives for side in sides):
         decoded = [F.col(_native(side)).isNotNull() for side in sides]
+        if column_name(TIMESTAMP_ERROR) in raw.columns:  # a dirty record keeps its bytes
+            decoded.append(F.col(column_name(TIMESTAMP_ERROR)).isNull())
         value = F.when(~reduce(operator.and_, decoded), value)
     others = [_quoted(c) for c in raw.columns if c != "value"]
     size = F.coalesce(F.length("value"), F.lit(0))

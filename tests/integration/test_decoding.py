@@ -192,7 +192,7 @@ def test_metadata_columns_with_create_time(kafka_bootstrap, new_topic, spark) ->
     spec = table(topic, kafka_bootstrap, {"format": "json"}, METADATA_COLUMNS)
     assert set(record_fields(spec)) == {
         "key", "value", "topic", "partition", "offset", "timestamp", "timestamp-type",
-        "headers", "leader-epoch",
+        "headers", "leader-epoch", "timestamp-error",
     }  # fmt: skip
     decoded = read_table(spark, spec)
     assert decoded.columns == [

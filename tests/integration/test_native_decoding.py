@@ -15,7 +15,7 @@ import pyarrow as pa
 from dagster_kafka_flinklike import KafkaTableSpec
 from dagster_kafka_flinklike.formats._arrow_json import NativeJson
 from dagster_kafka_flinklike.formats._scanners import NativeCsv, scanner
-from dagster_kafka_flinklike.source.reader import arrow_schema, spark_schema
+from dagster_kafka_flinklike.source.reader import TIMESTAMP_ERROR, arrow_schema, spark_schema
 from dagster_kafka_flinklike.source.records import (
     ERROR,
     TOLERATED,
@@ -49,7 +49,7 @@ _NUMBERS = [
 _STAMPS = [
     "2021-03-24 10:00:00", "2021-03-24 10:00:00.123", "2021-03-24 10:00:00.123456789",
     "2021-03-24T10:00:00", "2021-03-24 10:00:00Z", "2021-02-30 10:00:00", "2021-03-24 24:00:00",
-    "2021-03-24", "10:00:00.5", "99:99:99", "yesterday", "2021-3-24",
+    "2021-03-24", "10:00:00.5", "99:99:99", "24:00:00", "23:59:60", "yesterday", "2021-3-24",
 ]  # fmt: skip
 
 
@@ -84,7 +84,7 @@ _FITTING = {
     "TIMESTAMP": ['"2021-03-24 10:00:00"', '"2021-03-24 10:00:00.123"', '"1999-12-31 23:59:59.9"'],
     "TIMESTAMP_LTZ": ['"2021-03-24 10:00:00Z"', '"2000-02-29 00:00:00.000001Z"'],
     "DATE": ['"2021-03-24"', '"2000-02-29"', '"0001-01-01"'],
-    "TIME": ['"10:00:00"', '"23:59:59.123456789"', '"99:99:99"'],
+    "TIME": ['"10:00:00"', '"23:59:59.123456789"', '"00:00:00.5"'],
 }
 
 
@@ -131,6 +131,7 @@ def _raw(spark: Any, spec: KafkaTableSpec, values: list[bytes | None], native: b
         "partition": pa.array([0] * n, pa.int32()),
         "offset": pa.array(range(n), pa.int64()),
         "timestamp": pa.array([stamp] * n, pa.timestamp("us", tz="UTC")),
+        TIMESTAMP_ERROR: pa.nulls(n, pa.string()),
     }
     columns = [arrays[f] for f in fields]
     names = list(arrow_schema(fields).names)
@@ -142,7 +143,7 @@ def _raw(spark: Any, spec: KafkaTableSpec, values: list[bytes | None], native: b
     return spark.createDataFrame(table, spark_schema(fields, derived))
 
 
-def _spec(fmt: str, **options: str) -> KafkaTableSpec:
+def _spec(fmt: str, columns: list[dict[str, str]] = COLUMNS, **options: str) -> KafkaTableSpec:
     return KafkaTableSpec.from_options(
         {
             "connector": "kafka",
@@ -153,7 +154,7 @@ def _spec(fmt: str, **options: str) -> KafkaTableSpec:
             f"{fmt}.ignore-parse-errors": "true",
             **options,
         },
-        columns=COLUMNS,
+        columns=columns,
         role="source",
     )
 
@@ -246,3 +247,27 @@ def _compare(spark: Any, spec: KafkaTableSpec, values: list[bytes | None]) -> in
     # The corpus holds clean records of every kind, and records neither way accepts.
     assert sum(1 for r in per_record.values() if r[ERROR] is not None and r[TOLERATED]) > 150
     return compared
+
+
+#: TIME texts that name no time of day: dirty on every path, as Flink refuses them.
+_BAD_TIMES = ["24:00:00", "99:99:99", "12:60:00", "12:00:60"]
+
+
+def test_a_time_out_of_range_is_dirty_on_every_path(spark: Any) -> None:
+    clock = [{"name": "id", "type": "INT"}, {"name": "clock", "type": "TIME"}]
+    nested = [*clock, {"name": "tags", "type": "ARRAY<STRING>"}]  # no scanner: Arrow's parser
+    texts = ["23:59:59.5", *_BAD_TIMES, "00:00:00"]
+    as_json = [json.dumps({"id": i, "clock": t}).encode() for i, t in enumerate(texts)]
+    as_csv = [f"{i},{t}".encode() for i, t in enumerate(texts)]
+    for spec, values in (
+        (_spec("json", clock), as_json),
+        (_spec("json", nested), as_json),
+        (_spec("csv", clock), as_csv),
+    ):
+        for native in (True, False):
+            rows = decode_records(spec, _raw(spark, spec, values, native)).collect()
+            assert [r["clock"] for r in rows] == ["23:59:59.5", None, None, None, None, "00:00:00"]
+            errors = [r[ERROR] for r in rows]
+            assert errors[0] is None and errors[-1] is None, (spec.value_format, native)
+            for text, error in zip(_BAD_TIMES, errors[1:-1], strict=True):
+                assert error is not None and text in error and "TIME" in error, error

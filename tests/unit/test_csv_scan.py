@@ -100,3 +100,10 @@ def test_comments_escapes_and_tables_it_does_not_cover() -> None:
     assert native_decoder("csv", [Column("tags", "ARRAY<STRING>")], {}) is None
     assert native_decoder("csv", columns, {"field-delimiter": "\u00a7"}) is None
     assert native_decoder("csv", [], {}) is None
+
+
+@pytest.mark.parametrize("text", ["24:00:00", "99:99:99", "12:60:00", "12:00:60", "23:59:60.5"])
+def test_a_time_out_of_range_is_left_to_the_per_record_decoding(text: str) -> None:
+    columns = [Column("id", "INT"), Column("clock", "TIME")]
+    got = decode([b"1,23:59:59.5", f"2,{text}".encode(), b"3,00:00:00"], columns)
+    assert got == [{"id": 1, "clock": "23:59:59.5"}, None, {"id": 3, "clock": "00:00:00"}]

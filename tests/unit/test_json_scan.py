@@ -1,11 +1,12 @@
 """The json format's record scanner (C): what it decodes and what it leaves, record by record, to
-Arrow's parser and the per-record decoding; and that where it and Arrow's parser both decode a
-record, they agree."""
+Arrow's parser and the per-record decoding; that where it and Arrow's parser both decode a
+record, they agree; and that both scanners refuse arguments outside their buffers."""
 
 from __future__ import annotations
 
 import json
 import math
+import struct
 from decimal import Decimal
 from typing import Any
 
@@ -245,3 +246,69 @@ def test_the_scanner_agrees_with_arrows_parser_where_both_decode(
                 assert got == arrow, value
         else:  # left to Arrow's parser, which reads the records left as one batch
             assert got is None or got == arrow, value
+
+
+CLOCK = [Column("id", "BIGINT"), Column("clock", "TIME")]
+#: TIME texts naming no time of day: Flink refuses them (hours 0-23, minutes and seconds 0-59).
+OUT_OF_RANGE_TIMES = ["24:00:00", "99:99:99", "12:60:00", "12:00:60", "23:59:60.5"]
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE_TIMES)
+def test_a_time_out_of_range_is_left_by_the_scanner_and_arrows_parser(text: str) -> None:
+    values = [b'{"id": 1, "clock": "23:59:59.999"}', json.dumps({"id": 2, "clock": text}).encode()]
+    assert scanned(values, CLOCK) == [True, False]
+    assert arrow_only(values, CLOCK) == [{"id": 1, "clock": "23:59:59.999"}, None]
+    assert decode(values, CLOCK) == [{"id": 1, "clock": "23:59:59.999"}, None]
+
+
+def _buffers(values: list[bytes | None]) -> tuple[Any, bytes, bytes]:
+    validity, offsets, data = pa.array(values, pa.binary()).buffers()
+    assert offsets is not None and data is not None
+    return validity, offsets.to_pybytes(), data.to_pybytes()
+
+
+_ID = ((b"id", "L", 0, 0),)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ((None, struct.pack("<3i", 0, 3, 6), b"{}{}{}", 0, 3), "shorter than offset"),
+        ((None, struct.pack("<3i", 0, 3, 6), b"{}{}{}", 2, 1), "shorter than offset"),
+        ((None, struct.pack("<3i", 0, 3, 6), b"{}{}{}", 2**62, 1), "shorter than offset"),
+        ((None, struct.pack("<3i", 0, 3, 6), b"{}{}{}", 2**63 - 1, 2**63 - 1), "shorter"),
+        ((None, b"", b"", 0, 0), "shorter than offset"),
+        ((b"", struct.pack("<3i", 0, 2, 4), b"{}{}", 0, 2), "shorter than offset"),
+        ((None, struct.pack("<3i", 0, 2, 1000), b"{}{}", 0, 2), "offsets of record 1"),
+        ((None, struct.pack("<3i", 0, 4, 2), b"{}{}", 0, 2), "offsets of record 1"),
+        ((None, struct.pack("<3i", -4, 2, 4), b"{}{}", 0, 2), "offsets of record 0"),
+        ((None, struct.pack("<3i", 0, 2, 4), b"{}{}", -1, 2), "must not be negative"),
+    ],
+)
+def test_buffers_offsets_and_lengths_that_do_not_fit_are_refused(
+    arguments: tuple[Any, ...], error: str
+) -> None:
+    with pytest.raises(ValueError, match=error):
+        scanner().scan(*arguments, _ID)
+    with pytest.raises(ValueError, match=error):
+        scanner().scan_csv(*arguments, _ID, ord(","), ord('"'), -1, None, False)
+
+
+def test_columns_and_csv_characters_that_are_not_described_are_refused() -> None:
+    arguments = (None, struct.pack("<2i", 0, 2), b"{}", 0, 1)
+    with pytest.raises(TypeError, match="a column must be"):
+        scanner().scan(*arguments, (b"id",))
+    with pytest.raises(ValueError, match="unknown column kind 'LL'"):
+        scanner().scan(*arguments, ((b"id", "LL", 0, 0),))
+    with pytest.raises(ValueError, match="DECIMAL precision"):
+        scanner().scan(*arguments, ((b"id", "m", 39, 0),))
+    with pytest.raises(ValueError, match="ASCII"):
+        scanner().scan_csv(*arguments, _ID, ord(","), -2, -1, None, False)
+
+
+def test_offsets_in_a_buffer_of_any_alignment_are_read() -> None:
+    validity, offsets, data = _buffers([b'{"id": 1}', None, b'{"id": 3}'])
+    aligned = scanner().scan(validity, offsets, data, 0, 3, _ID)
+    misaligned = memoryview(b"\0" + offsets)[1:]
+    assert scanner().scan(validity, misaligned, data, 0, 3, _ID) == aligned
+    assert aligned[0] == bytes([0b101])

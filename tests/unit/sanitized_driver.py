@@ -1,0 +1,351 @@
+"""Drives the C modules (``_text_scan``, ``_messages``) as built with AddressSanitizer and
+UndefinedBehaviorSanitizer, over arbitrary arguments: random and valid JSON / CSV records,
+buffers cut short, misaligned or made up, offsets and lengths out of range, huge values, wrong
+types, and message lists that change while their fields are read.
+
+Run by ``test_native_sanitized.py`` in a process with the sanitizer runtime preloaded:
+``python sanitized_driver.py <directory of the built modules> <examples>``. Any read or write
+outside a buffer, or any undefined behaviour, ends the process with the sanitizer's report; a
+bad argument must be a Python exception. Before each call the call is written to
+``<directory>/last-call.txt``, so a crash names the arguments that caused it. The driver
+imports neither the package nor pyarrow (buffers are built by hand), only the modules under
+test and hypothesis.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import struct
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+#: Exceptions a bad argument may raise (anything else fails the driver).
+ARGUMENT_ERRORS = (ValueError, TypeError, OverflowError, BufferError)
+INT64 = (-(2**63), 2**63 - 1)
+#: Integers at the edges of what the modules compute with.
+EDGES = [
+    0, 1, -1, 2, 7, 8, 9, 2**31 - 1, -(2**31), 2**31, 2**32, 2**61, 2**62, 2**63 - 1, -(2**63),
+    (2**63 - 1) // 4, (2**63 - 1) // 8, 9223372036854775, 9223372036854776, -9223372036854775,
+    -9223372036854776, 2**64, -(2**64), 2**70,
+]  # fmt: skip
+KINDS = "sCDbBHILfdmtTzZ"
+
+
+def load(name: str, directory: Path) -> ModuleType:
+    """The extension module ``name`` built into ``directory``."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    path = str(directory / f"{name}{suffix}")
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+DIRECTORY = Path(sys.argv[1])
+EXAMPLES = int(sys.argv[2])
+text_scan = load("_text_scan", DIRECTORY)
+messages_module = load("_messages", DIRECTORY)
+LAST_CALL = (DIRECTORY / "last-call.txt").open("w")
+#: Each property's settings: examples from the command line, none saved between runs.
+PROPERTY = settings(
+    max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+
+
+def note(name: str, *arguments: Any) -> None:
+    """Write the call about to be made, for the report of a crash."""
+    LAST_CALL.seek(0)
+    LAST_CALL.write(f"{name}{arguments!r}\n")
+    LAST_CALL.truncate()
+    LAST_CALL.flush()
+
+
+# --- records and the buffers of an Arrow binary array -------------------------------------------
+
+_integers = st.one_of(st.sampled_from(EDGES), st.integers(*INT64), st.integers(-300, 300))
+_numbers = st.one_of(
+    _integers.map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["-0", "1.5e-7", "1E400", "0.1e-400", "123456789012345678901234567890.5",
+                     "12.50", "-00", "1.", ".5", "1e", "--1", "0x10"]),
+)  # fmt: skip
+_two = st.integers(0, 99).map("{:02d}".format)
+_clocks = st.builds(
+    lambda h, m, s, fraction: f"{h}:{m}" + (f":{s}{fraction}" if s else ""),
+    _two,
+    _two,
+    st.one_of(st.none(), _two),
+    st.sampled_from(["", ".", ".5", ".123456789", ".1234567890", "x"]),
+)
+_dates = st.builds(
+    "{:04d}-{}-{}".format, st.integers(0, 10000), st.integers(0, 13).map("{:02d}".format), _two
+)
+_temporal = st.one_of(
+    _dates,
+    _clocks,
+    st.builds(lambda d, sep, c, z: f"{d}{sep}{c}{z}", _dates, st.sampled_from(" T"), _clocks,
+              st.sampled_from(["", "Z"])),
+    st.sampled_from(["99:99:99", "24:00:00", "23:59:60", "00:00:00.", "2021-02-29", "0000-01-01"]),
+)  # fmt: skip
+_texts = st.one_of(st.text(max_size=12), _temporal, _numbers)
+_json_tokens = st.one_of(
+    _numbers,
+    _texts.map(json.dumps),
+    _texts.map(lambda t: json.dumps(t, ensure_ascii=False)),
+    st.sampled_from(["true", "false", "null", "{}", "[]", '{"a": [1, {"b": null}]}', '"\\ud800"']),
+)
+
+
+_NAMES = [b"a", b"b", b"id", b"x", b""]
+_column = st.tuples(
+    st.sampled_from(_NAMES),
+    st.sampled_from(KINDS),
+    st.one_of(st.integers(1, 38), st.sampled_from([0, -1, 39, 2**31 - 1])),  # DECIMAL precision
+    st.one_of(st.integers(0, 38), st.sampled_from([-1, 2**31 - 1])),  # and scale
+)
+_columns = st.lists(_column, max_size=6).map(tuple)
+_json_field = st.tuples(st.sampled_from([n.decode() for n in _NAMES] + ["other"]), _json_tokens)
+_json_record = st.lists(_json_field, max_size=7).map(
+    lambda fields: ("{" + ",".join(json.dumps(n) + ":" + v for n, v in fields) + "}").encode(
+        "utf-8", "surrogatepass"
+    )
+)
+
+
+def _csv_text(text: str, quoted: bool) -> str:
+    return '"' + text.replace('"', '""') + '"' if quoted or '"' in text or "," in text else text
+
+
+_csv_field = st.builds(_csv_text, st.one_of(_texts, st.sampled_from(["", "n/a", "true"])),
+                       st.booleans())  # fmt: skip
+_csv_record = st.builds(
+    lambda fields, ending: (",".join(fields) + ending).encode("utf-8", "surrogatepass"),
+    st.lists(_csv_field, max_size=7),
+    st.sampled_from(["", "", "\n", "\r\n"]),
+)
+_BAD_COLUMNS = [
+    [], (b"a",), ((b"a", "s"),), (("a", "s", 0, 0),), ((b"a", "", 0, 0),), ((b"a", "q", 0, 0),),
+    ((b"a", "ss", 0, 0),), ((b"a", "m", 10, 2**40),), (5,),
+    tuple((b"c%d" % i, "I", 0, 0) for i in range(65)),
+]  # fmt: skip
+
+
+def arrow_buffers(records: list[bytes | None]) -> tuple[bytes | None, bytes, bytes]:
+    """Validity (None without nulls), int32 offsets and data of a binary array of ``records``."""
+    offsets, bits, data, used = [0], bytearray((len(records) + 7) // 8), [], 0
+    for i, record in enumerate(records):
+        if record is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+            data.append(record)
+            used += len(record)
+        offsets.append(used)
+    validity = None if all(r is not None for r in records) else bytes(bits)
+    return validity, struct.pack(f"<{len(offsets)}i", *offsets), b"".join(data)
+
+
+_made_up_offsets = st.lists(st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-3, 40))).map(
+    lambda values: struct.pack(f"<{len(values)}i", *values)
+)
+_other_buffers = st.one_of(
+    st.binary(max_size=64), _made_up_offsets, st.sampled_from([None, 5, "x"])
+)
+
+
+def _reshaped(draw: Any, buffer: bytes) -> Any:
+    """``buffer`` as it is, cut, misaligned (a view one byte in), made up, or not a buffer."""
+    how = draw(st.integers(0, 9))
+    if how <= 3:
+        return buffer
+    if how == 4:
+        return buffer[: draw(st.integers(0, max(len(buffer) - 1, 0)))]
+    if how == 5:
+        return memoryview(b"\0" + buffer)[1:]
+    if how == 6:
+        return bytearray(buffer)
+    if how == 7:
+        return memoryview(buffer)[::2]
+    return draw(_other_buffers)
+
+
+_placement = st.one_of(_integers, st.integers(-2, 14))
+
+
+@st.composite
+def batches(draw: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid."""
+    columns = draw(_columns)
+    record = st.one_of(_csv_record if csv else _json_record, st.binary(max_size=40), st.none())
+    records = draw(st.lists(record, max_size=10))
+    validity, offsets, data = arrow_buffers(records)
+    start = draw(st.integers(0, len(records)))
+    length = len(records) - start
+    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in columns)
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
+        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        start, length = draw(_placement), draw(_placement)
+    if draw(st.integers(0, 15)) == 0:
+        valid = False
+        columns = draw(st.sampled_from(_BAD_COLUMNS))
+    return (validity, offsets, data, start, length, columns), valid
+
+
+def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
+    """The shape of a scan's result: a bitmap per record, each column's Arrow buffers."""
+    bitmap, buffers = result
+    size = (length + 7) // 8
+    assert len(bitmap) == size and len(buffers) == len(columns)
+    for (_, kind, _, _), parts in zip(columns, buffers, strict=True):
+        assert len(parts[0]) == size
+        if kind in "sC":
+            _, offsets, data = parts
+            ends = struct.unpack(f"<{length + 1}i", offsets)
+            assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
+
+
+def scan_checked(function: Any, call: tuple[Any, ...], valid: bool) -> None:
+    """``function(*call)``: a result of the right shape, or (only if not ``valid``) an argument
+    error."""
+    note(function.__name__, *call)
+    try:
+        result = function(*call)
+    except ARGUMENT_ERRORS:
+        assert not valid, call
+        return
+    check_scanned(result, call[4], call[5])
+
+
+@PROPERTY
+@given(arguments=batches(csv=False))
+def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
+    scan_checked(text_scan.scan, *arguments)
+
+
+_BYTE = st.one_of(st.sampled_from([44, 59, 34, 39, 92, 9, 35, -1, 0, 127]), st.integers(-300, 300))
+
+
+@PROPERTY
+@given(
+    arguments=batches(csv=True),
+    delimiter=_BYTE,
+    quote=_BYTE,
+    escape=_BYTE,
+    null_literal=st.one_of(st.none(), st.sampled_from([b"", b"n/a", b"null"]), st.just("n/a")),
+    comments=st.booleans(),
+)
+def test_scan_csv(
+    arguments: tuple[tuple[Any, ...], bool],
+    delimiter: int,
+    quote: int,
+    escape: int,
+    null_literal: Any,
+    comments: bool,
+) -> None:
+    call, valid = arguments
+    valid = valid and 0 <= delimiter <= 127 and min(quote, escape) >= -1
+    valid = valid and max(quote, escape) <= 127 and not isinstance(null_literal, str)
+    scan_checked(
+        text_scan.scan_csv, (*call, delimiter, quote, escape, null_literal, comments), valid
+    )
+
+
+# --- message fields -----------------------------------------------------------------------------
+
+
+class Message:
+    """A consumed message as the extraction calls it: a method per field."""
+
+    def __init__(self, value: Any, stamp: Any) -> None:
+        self._value, self._stamp = value, stamp
+
+    def value(self) -> Any:
+        return self._value
+
+    def timestamp(self) -> Any:
+        return self._stamp
+
+    def __repr__(self) -> str:
+        return f"Message({self._value!r}, {self._stamp!r})"
+
+
+_stamps = st.one_of(
+    st.tuples(st.integers(0, 2), st.one_of(_integers, st.integers(-(10**13), 10**13))),
+    st.tuples(_integers, _integers),
+    st.sampled_from([None, (1,), (1, 2, 3), [1, 2], (1, "2"), ("1", 2), (1, 2.5)]),
+)
+_values = st.one_of(st.none(), st.binary(max_size=24), st.sampled_from(["text", 5, bytearray()]))
+_messages = st.lists(st.builds(Message, _values, _stamps), max_size=12)
+#: What a field method may do to the list of messages while it is read.
+_CHANGES = ["none", "clear", "pop", "append", "shrink", "replace", "grow"]
+
+
+def _method(field: str, messages: list[Any], change: str, when: int) -> Any:
+    calls = [0]
+
+    def method(message: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == when:
+            if change == "clear":
+                messages.clear()
+            elif change == "pop" and messages:
+                messages.pop()
+            elif change == "append":
+                messages.append(Message(b"late", (1, 1)))
+            elif change == "shrink":
+                del messages[len(messages) // 2 :]
+            elif change == "replace":
+                messages[:] = [Message(b"other", (1, 2)) for _ in messages]
+            elif change == "grow":
+                messages.extend(Message(b"x" * 100, (1, 3)) for _ in range(1000))
+        return getattr(message, field)()
+
+    return method
+
+
+@PROPERTY
+@given(
+    messages=_messages,
+    change=st.sampled_from(_CHANGES),
+    when=st.integers(1, 12),
+    field=st.sampled_from(["value", "timestamp"]),
+    foreign=st.booleans(),
+)
+def test_message_fields(
+    messages: list[Any], change: str, when: int, field: str, foreign: bool
+) -> None:
+    if foreign:  # other objects in the list
+        messages = [*messages, 5]
+    method = _method(field, messages, change, when)
+    function = messages_module.binaries if field == "value" else messages_module.timestamps
+    note(function.__name__, messages, change, when)
+    n = len(messages)
+    try:
+        result = function(messages, method)
+    except (*ARGUMENT_ERRORS, AttributeError):
+        return
+    if field == "value":
+        validity, offsets, data = result
+        ends = struct.unpack(f"<{n + 1}i", offsets)
+        assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
+    else:
+        validity, micros, out_of_range = result
+        assert len(micros) == 8 * n and all(0 <= i < n for i, *_ in out_of_range)
+    assert validity is None or len(validity) == (n + 7) // 8
+
+
+if __name__ == "__main__":
+    for test in (test_scan, test_scan_csv, test_message_fields):
+        test()
+        print(f"{test.__name__}: {EXAMPLES} examples", flush=True)
