@@ -5,7 +5,8 @@ id in a ``__value_schema_id`` / ``__key_schema_id`` header); the schema is fetch
 registry once per worker and the datum is resolved into the table's reader schema (the one
 derived from the columns, or ``avro-confluent.schema``) with Avro's schema-resolution rules:
 fields the writer lacks take their defaults, fields the reader lacks are skipped, numbers
-widen. Record names need not match (Avro's Java resolver, which Flink uses, ignores them).
+widen. Record names need not match (Avro's Java resolver, which Flink uses, ignores them; the
+Python path gives the reader's records the writer's names as aliases).
 A writer schema registered with references (record types registered under subjects of their
 own) is read with the referenced schemas, fetched recursively as Confluent's clients fetch them.
 Logical types are those of the reader schema, as in Avro's Java resolver (see
@@ -34,7 +35,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import redacted_url
 from ..options import Column, FormatSpec, avro_schema
 from . import _registry, _spark_avro
-from ._avro_schema import Convert, logical_values, self_contained, without_logical_types
+from ._avro_schema import (
+    PRIMITIVES,
+    Convert,
+    fullname,
+    logical_values,
+    named_types,
+    self_contained,
+    without_logical_types,
+)
 from ._python import decode_udf, encode_udf, one_expression, python_stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,52 +70,62 @@ def reader_schema(columns: Sequence[Column], settings: Mapping[str, Any]) -> str
     return avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
 
 
-def _branches(schema: Any) -> list[Any]:
-    return schema if isinstance(schema, list) else [schema]
-
-
-def _only(schema: Any, kind: str) -> Any:
-    found = [s for s in _branches(schema) if isinstance(s, dict) and s.get("type") == kind]
-    return found[0] if len(found) == 1 else None
-
-
 def aligned(reader: Any, writer: Any) -> Any:
-    """``reader`` with its record names set to ``writer``'s where the two line up.
+    """``reader`` with the name of the ``writer``'s record it lines up with added to each of its
+    records as an alias, where the two line up (also where the writer uses a named type again
+    by name).
 
     Avro's Java resolver (Flink's) matches records by position, not name; fastavro checks the
-    names, so the reader takes the writer's.
+    names (or the reader's aliases), so the reader lists the writer's.
 
     Example:
         >>> aligned({"type": "record", "name": "record", "fields": []},
         ...         {"type": "record", "name": "Order", "namespace": "shop", "fields": []})
-        {'type': 'record', 'name': 'Order', 'fields': [], 'namespace': 'shop'}
+        {'type': 'record', 'name': 'record', 'fields': [], 'aliases': ['shop.Order', 'Order']}
     """
-    if isinstance(reader, list):
-        return [aligned(branch, writer) for branch in reader]
-    if not isinstance(reader, dict):
-        return reader
-    kind = reader.get("type")
-    if kind == "record":
-        counterpart = _only(writer, "record")
+    named = named_types(writer)
+
+    def resolve(node: Any, space: str) -> tuple[Any, str]:
+        if isinstance(node, str) and node not in PRIMITIVES:
+            full = fullname(node, space)
+            found = named.get(full, named.get(node))
+            if found is not None:
+                return found, (full if full in named else node).rpartition(".")[0]
+        return node, space
+
+    def only(node: Any, kind: str, space: str) -> tuple[Any, str] | None:
+        branches = node if isinstance(node, list) else [node]
+        found = [resolve(b, space) for b in branches]
+        of_kind = [(b, s) for b, s in found if isinstance(b, dict) and b.get("type") == kind]
+        return of_kind[0] if len(of_kind) == 1 else None
+
+    def walk(node: Any, other: Any, space: str) -> Any:
+        if isinstance(node, list):
+            return [walk(branch, other, space) for branch in node]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        counterpart = only(other, kind, space) if kind in ("record", "array", "map") else None
         if counterpart is None:
-            return reader
-        by_name = {f["name"]: f for f in counterpart.get("fields", [])}
+            return node
+        match, match_space = counterpart
+        if kind == "array":
+            return {**node, "items": walk(node["items"], match["items"], match_space)}
+        if kind == "map":
+            return {**node, "values": walk(node["values"], match["values"], match_space)}
+        full = fullname(str(match["name"]), str(match.get("namespace", match_space)))
+        inner = full.rpartition(".")[0]
+        by_name = {f["name"]: f for f in match.get("fields", [])}
         fields = [
-            {**f, "type": aligned(f["type"], by_name[f["name"]]["type"])}
+            {**f, "type": walk(f["type"], by_name[f["name"]]["type"], inner)}
             if f["name"] in by_name
             else f
-            for f in reader.get("fields", [])
+            for f in node.get("fields", [])
         ]
-        out = {**reader, "name": counterpart["name"], "fields": fields}
-        out.pop("namespace", None)
-        if "namespace" in counterpart:
-            out["namespace"] = counterpart["namespace"]
-        return out
-    if kind == "array" and (items := _only(writer, "array")) is not None:
-        return {**reader, "items": aligned(reader["items"], items["items"])}
-    if kind == "map" and (values := _only(writer, "map")) is not None:
-        return {**reader, "values": aligned(reader["values"], values["values"])}
-    return reader
+        aliases = [*node.get("aliases", ()), *dict.fromkeys((full, full.rpartition(".")[2]))]
+        return {**node, "fields": fields, "aliases": aliases}
+
+    return walk(reader, writer, "")
 
 
 class _Schemas:

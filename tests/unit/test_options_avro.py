@@ -189,8 +189,23 @@ def test_reader_record_names_follow_the_writer() -> None:
         "fields": [{"name": "a", "type": {"type": "record", "name": "Inner", "fields": []}}],
     }
     out = aligned(reader, writer)
-    assert (out["name"], out["namespace"]) == ("Order", "shop")
-    assert out["fields"][0]["type"][1]["name"] == "Inner"
+    assert (out["name"], out["aliases"]) == ("record", ["shop.Order", "Order"])
+    assert out["fields"][0]["type"][1]["aliases"] == ["shop.Inner", "Inner"]
+
+
+def test_reader_records_alias_a_named_type_the_writer_uses_twice() -> None:
+    """The writer's second use of a record type is its name: the reader's record for it gets
+    the alias too, and the reader still defines each of its names once."""
+    reader = json.loads(avro_schema([Column("ship", "ROW<city STRING>"),
+                                     Column("bill", "ROW<city STRING>")]))  # fmt: skip
+    address = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
+    writer = {"type": "record", "name": "Order", "namespace": "shop",
+              "fields": [{"name": "ship", "type": address},
+                         {"name": "bill", "type": ["null", "Address"]}]}  # fmt: skip
+    out = aligned(reader, writer)
+    ship, bill = (f["type"][1] for f in out["fields"])
+    assert (ship["name"], ship["aliases"]) == ("record_ship", ["shop.Address", "Address"])
+    assert (bill["name"], bill["aliases"]) == ("record_bill", ["shop.Address", "Address"])
 
 
 @pytest.mark.parametrize(
