@@ -255,9 +255,12 @@ def decode(
 
 
 def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
+    fields: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+    fmt: str = NAME,
 ) -> SparkColumn:
-    """Each row as Confluent-framed Avro, its schema registered under the table's subject.
+    """Each row as Confluent-framed Avro, its schema registered under the table's subject
+    (``fmt`` names the format in messages: ``debezium-avro-confluent`` writes its envelope so).
 
     Example:
         >>> value = encode([(F.col("v"), Column("v", "INT"))], spec.value_format)  # doctest: +SKIP
@@ -269,7 +272,7 @@ def encode(
     """
     settings = _settings(options)
     schema = reader_schema([c for _, c in fields], settings)
-    schema_id = register(settings, NAME, schema)
+    schema_id = register(settings, fmt, schema)
 
     def make_encoder() -> Callable[[dict[str, Any]], bytes]:
         from .avro import datum_writer
