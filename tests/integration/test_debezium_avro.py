@@ -19,16 +19,16 @@ from pyspark.sql import functions as F
 from dagster_kafka_flinklike import ROW_KIND, KafkaTableSpec
 from dagster_kafka_flinklike.formats import debezium_avro
 from dagster_kafka_flinklike.options import Column
-from dagster_kafka_flinklike.sink.serializer import serialize
-from dagster_kafka_flinklike.sink.writer import write
 from tests.integration.test_changelog_formats import (
     CHANGES,
+    DEBEZIUM_ROWS,
     EXPECTED_VALUES,
     PRODUCTS,
     READ_BACK,
     changelog_rows,
     dirty,
     kinds_and_rows,
+    write_changes,
 )
 from tests.integration.test_decoding import send, table
 from tests.integration.test_sink_partitioners import consume_all
@@ -115,13 +115,7 @@ def test_debezium_avro_events_become_changelog_rows(
                "debezium-avro-confluent.url": schema_registry_url}  # fmt: skip
     spec = table(topic, kafka_bootstrap, options, PRODUCTS)
     got = changelog_rows(spark, spec)
-    assert kinds_and_rows(got) == [
-        ("+I", 111, "scooter", Decimal("5.18")),
-        ("+I", 112, "jacket", Decimal("0.20")),
-        ("-U", 111, "scooter", Decimal("5.18")),
-        ("+U", 111, "scooter", Decimal("5.15")),
-        ("-D", 112, "jacket", Decimal("0.20")),
-    ]
+    assert kinds_and_rows(got) == DEBEZIUM_ROWS
     assert dirty(got) == [
         (5, 'value (debezium-avro-confluent): the "before" field of an update is null (for '
             "Debezium's Postgres connector, set the table's REPLICA IDENTITY to FULL)", False),
@@ -151,14 +145,7 @@ def test_debezium_avro_writes_as_flink_writes_and_reads_back(
                "debezium-avro-confluent.url": schema_registry_url, "key.format": "json",
                "key.fields": "id", "properties.bootstrap.servers": kafka_bootstrap,
                "scan.startup.mode": "earliest-offset"}  # fmt: skip
-    sink_options = {k: v for k, v in options.items() if not k.startswith("scan.")}
-    sink = KafkaTableSpec.from_options(sink_options, columns=PRODUCTS, role="sink")
-    frame = spark.createDataFrame(
-        spark.sparkContext.parallelize(CHANGES, 1),
-        f"{ROW_KIND} string, id long, name string, w string",
-    ).selectExpr("id", "name", "CAST(w AS DECIMAL(10, 2)) AS weight", ROW_KIND)
-    result = write(serialize(sink, frame), topic, {"bootstrap.servers": kafka_bootstrap})
-    assert result.failed == 0, result.first_error
+    write_changes(spark, options)
 
     registry = SchemaRegistryClient({"url": schema_registry_url})
     registered = json.loads(registry.get_latest_version(f"{topic}-value").schema.schema_str)
