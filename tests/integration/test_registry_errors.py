@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -49,8 +50,9 @@ COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "channel", "type": "STRING
 
 
 class RegistryGate:
-    """An HTTP endpoint in front of a registry: it forwards requests, or answers
-    ``fail(path)``'s status where that returns one; :meth:`stop` closes its port."""
+    """An HTTP endpoint in front of a registry: it forwards requests (after ``delay(path)``
+    seconds), or answers ``fail(path)``'s status where that returns one; :meth:`stop` closes
+    its port."""
 
     def __init__(self, target: str) -> None:
         parts = urlsplit(target)
@@ -58,6 +60,7 @@ class RegistryGate:
         self.path = parts.path
         self.port = free_port()
         self.fail: Callable[[str], int | None] = lambda _path: None
+        self.delay: Callable[[str], float] = lambda _path: 0.0
         self.requests: list[str] = []
         self._server: ThreadingHTTPServer | None = None
 
@@ -71,6 +74,7 @@ class RegistryGate:
         class Handler(BaseHTTPRequestHandler):
             def _handle(self) -> None:
                 gate.requests.append(f"{self.command} {self.path}")
+                time.sleep(gate.delay(self.path))
                 status = gate.fail(self.path)
                 if status is not None:
                     body = json.dumps({"error_code": status, "message": f"gate says {status}"})
@@ -248,25 +252,33 @@ def test_registry_5xx_in_the_workers_fails_an_exactly_once_run(
     assert len(read_topic(kafka_bootstrap, sink)) == 5
 
 
-def test_refused_credentials_fail_decoding_without_showing_them(
-    kafka_bootstrap, new_topic, spark, schema_registry_url, gate
+@pytest.mark.parametrize("answer", ["401", "timeout"])
+def test_refused_credentials_and_timeouts_fail_decoding(
+    kafka_bootstrap, new_topic, spark, schema_registry_url, gate, answer
 ) -> None:
-    """401 to a worker's lookup fails the task; the error names the registry with the URL's
-    credentials hidden."""
+    """A worker's lookup answered 401, or not within the client's timeout, fails the task; the
+    error names the registry with the URL's credentials hidden."""
     topic = new_topic(partitions=1)
     registry = SchemaRegistryClient({"url": schema_registry_url})
     _orders(registry, kafka_bootstrap, topic, record_subject_name_strategy)
-    gate.fail = lambda path: 401 if "/schemas/ids/" in path else None
+    if answer == "401":
+        gate.fail = lambda path: 401 if "/schemas/ids/" in path else None
+    else:
+        gate.delay = lambda path: 3.0 if "/schemas/ids/" in path else 0.0
     gate.start()
     url = f"http://reader:s3cret@127.0.0.1:{gate.port}{gate.path}"
     options = {"format": "avro-confluent", "avro-confluent.url": url,
-               "avro-confluent.properties.max.retries": "0"}  # fmt: skip
+               "avro-confluent.properties.max.retries": "0",
+               "avro-confluent.properties.timeout": "1"}  # fmt: skip
     with pytest.raises(Exception) as info:
         rows(spark, table(topic, kafka_bootstrap, options, COLUMNS))
     found = SchemaRegistryClientError.raised_in_task(info.value)
     assert found is not None, str(info.value)[-2000:]
-    assert found.kind is SchemaRegistryErrorKind.UNAUTHORIZED
+    expected = {"401": SchemaRegistryErrorKind.UNAUTHORIZED,
+                "timeout": SchemaRegistryErrorKind.UNAVAILABLE}  # fmt: skip
+    assert found.kind is expected[answer]
     assert found.url == f"http://***@127.0.0.1:{gate.port}{gate.path}"
+    assert ("ReadTimeout" in str(found)) == (answer == "timeout")
     assert "s3cret" not in str(info.value)
 
 
