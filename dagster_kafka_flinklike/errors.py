@@ -6,6 +6,7 @@ callers can catch the connector's own failures without also catching unrelated b
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -404,8 +405,6 @@ def redacted_url(url: object) -> str:
         >>> redacted_url("https://svc:s3cret@sr.example.com:8081,http://b:8081")
         'https://***@sr.example.com:8081,http://b:8081'
     """
-    import re
-
     return re.sub(r"(://)[^/@,\s]*@", r"\1***@", str(url))
 
 
@@ -446,8 +445,6 @@ class SchemaRegistryClientError(KafkaConnectorError):
             >>> found.url, found.kind
             ('http://sr:8081', <SchemaRegistryErrorKind.UNAVAILABLE: 'unavailable'>)
         """
-        import re
-
         if isinstance(error, cls):
             return error
         found = re.findall(
