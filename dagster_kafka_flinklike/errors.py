@@ -6,6 +6,7 @@ callers can catch the connector's own failures without also catching unrelated b
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -363,3 +364,150 @@ class KafkaYamlError(KafkaOptionsError):
         self.file = file
         self.line = line
         self.column = column
+
+
+class SchemaRegistryErrorKind(StrEnum):
+    """What the connector does about a Schema Registry error (see
+    :func:`classify_registry_error`).
+
+    Only :attr:`NOT_FOUND` of a schema a record names makes that record dirty; every other kind
+    fails the run and leaves the checkpoint where it was.
+
+    Example:
+        >>> SchemaRegistryErrorKind.UNAVAILABLE.value
+        'unavailable'
+    """
+
+    #: The schema, subject or version asked for does not exist (HTTP 404): a record naming it
+    #: can never be read, so it is dirty.
+    NOT_FOUND = "not-found"
+    #: The registry cannot be reached, timed out or failed (connection errors, HTTP 408, 429,
+    #: 5xx): the run fails; a later run reads the same records.
+    UNAVAILABLE = "unavailable"
+    #: The registry refused the credentials (HTTP 401, 403, an OAuth token not issued).
+    UNAUTHORIZED = "unauthorized"
+    #: The registry refused to register a schema its compatibility level forbids (HTTP 409).
+    INCOMPATIBLE = "incompatible"
+    #: Any other refusal (HTTP 400, 422, ...): the same request fails again.
+    REFUSED = "refused"
+
+
+#: HTTP statuses of a registry that is failing or overloaded (confluent-kafka retries them).
+_REGISTRY_UNAVAILABLE = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def _registry_kind(error: BaseException) -> SchemaRegistryErrorKind | None:
+    """The kind of one exception (not its causes), or None when it is no registry error."""
+    kind = getattr(error, "registry_kind", None)
+    if isinstance(kind, SchemaRegistryErrorKind):
+        return kind
+    status = getattr(error, "http_status_code", None)
+    if isinstance(status, int):  # confluent-kafka's SchemaRegistryError: the registry answered
+        if status == 404:
+            return SchemaRegistryErrorKind.NOT_FOUND
+        if status in (401, 403):
+            return SchemaRegistryErrorKind.UNAUTHORIZED
+        if status == 409:
+            return SchemaRegistryErrorKind.INCOMPATIBLE
+        if status in _REGISTRY_UNAVAILABLE or status >= 500:
+            return SchemaRegistryErrorKind.UNAVAILABLE
+        return SchemaRegistryErrorKind.REFUSED
+    if type(error).__name__ == "OAuthTokenError":
+        return SchemaRegistryErrorKind.UNAUTHORIZED
+    module = type(error).__module__ or ""
+    if module.startswith(("httpx", "httpcore", "ssl", "socket")) or isinstance(error, OSError):
+        return SchemaRegistryErrorKind.UNAVAILABLE  # transport: refused, reset, DNS, timeouts
+    return None
+
+
+def classify_registry_error(error: object) -> SchemaRegistryErrorKind | None:
+    """How to handle a failed Schema Registry request, by the registry's HTTP status or the
+    transport's failure.
+
+    The one classifier of registry errors, as :func:`classify_kafka_error` is of Kafka's: the
+    registry formats' decoders (JVM preload and Python workers alike) and their writers decide
+    dirty record / failed run through it. None when ``error`` (and its chain of causes) holds
+    no registry or transport error.
+
+    Example:
+        >>> from confluent_kafka.schema_registry.error import SchemaRegistryError
+        >>> classify_registry_error(SchemaRegistryError(404, 40403, "Schema not found"))
+        <SchemaRegistryErrorKind.NOT_FOUND: 'not-found'>
+        >>> classify_registry_error(SchemaRegistryError(503, 50003, "unavailable"))
+        <SchemaRegistryErrorKind.UNAVAILABLE: 'unavailable'>
+        >>> classify_registry_error(ConnectionRefusedError(111, "Connection refused"))
+        <SchemaRegistryErrorKind.UNAVAILABLE: 'unavailable'>
+    """
+    current: object = error
+    for _ in range(10):
+        if not isinstance(current, BaseException):
+            return None
+        kind = _registry_kind(current)
+        if kind is not None:
+            return kind
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def redacted_url(url: object) -> str:
+    """Registry URL(s) as they may be shown: credentials in them (``user:password@``) hidden.
+
+    Example:
+        >>> redacted_url("https://svc:s3cret@sr.example.com:8081,http://b:8081")
+        'https://***@sr.example.com:8081,http://b:8081'
+    """
+    return re.sub(r"(://)[^/@,\s]*@", r"\1***@", str(url))
+
+
+class SchemaRegistryClientError(KafkaConnectorError):
+    """A Schema Registry request failed: the registry is unreachable, timed out, answered 5xx,
+    refused the credentials or refused to register a schema.
+
+    Never dirty data: the run fails, nothing is committed, and a later run reads the same
+    records. ``kind`` says what failed (:func:`classify_registry_error`), ``url`` is the
+    registry's address with any credentials hidden.
+
+    Example:
+        >>> err = SchemaRegistryClientError(
+        ...     "writer schema 7 could not be fetched", url="http://u:p@sr:8081",
+        ...     kind=SchemaRegistryErrorKind.UNAVAILABLE)
+        >>> str(err)
+        'Schema Registry http://***@sr:8081 (unavailable): writer schema 7 could not be fetched'
+    """
+
+    def __init__(
+        self, message: str, *, url: object, kind: SchemaRegistryErrorKind | None = None
+    ) -> None:
+        self.url = redacted_url(url)
+        self.kind = kind
+        self.registry_kind = kind
+        label = f" ({kind.value})" if kind is not None else ""
+        super().__init__(f"Schema Registry {self.url}{label}: {message}")
+
+    @classmethod
+    def raised_in_task(cls, error: BaseException) -> SchemaRegistryClientError | None:
+        """The error a Spark task raised, rebuilt from the exception Spark raises on the driver
+        (its text ends with the task's traceback); None when the task raised another error.
+
+        Example:
+            >>> found = SchemaRegistryClientError.raised_in_task(RuntimeError(
+            ...     "Traceback ...\\ndagster_kafka_flinklike.errors.SchemaRegistryClientError: "
+            ...     "Schema Registry http://sr:8081 (unavailable): fetching schema 3 failed"))
+            >>> found.url, found.kind
+            ('http://sr:8081', <SchemaRegistryErrorKind.UNAVAILABLE: 'unavailable'>)
+        """
+        if isinstance(error, cls):
+            return error
+        found = re.findall(
+            r"dagster_kafka_flinklike\.errors\.SchemaRegistryClientError: Schema Registry "
+            r"(\S+?)(?: \(([a-z-]+)\))?: (.+?)(?: SQLSTATE: \w+)?$",
+            str(error),
+            re.MULTILINE,
+        )
+        if not found:
+            return None
+        url, kind, message = found[-1]
+        known = {k.value: k for k in SchemaRegistryErrorKind}
+        rebuilt = cls(message, url=url, kind=known.get(kind))
+        rebuilt.__cause__ = error
+        return rebuilt

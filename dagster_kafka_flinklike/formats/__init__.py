@@ -19,17 +19,18 @@ A format module has
   ``csv``).
 - ``encode(fields, options) -> bytes``: ``fields`` are (Spark column, :class:`Column`) pairs.
 
-A changelog format (``CHANGELOG = True``: ``debezium-json``, ``canal-json``, ``maxwell-json``,
-``ogg-json``) yields 0..n rows per record, each with a Flink row kind: it has
-``decode_changelog_stages`` instead of the two decoders (see :mod:`._changelog`) and
-``encode(fields, options, kind)`` writes each row as its row kind says.
+A changelog format (``CHANGELOG = True``: ``debezium-json``, ``debezium-avro-confluent``,
+``canal-json``, ``maxwell-json``, ``ogg-json``) yields 0..n rows per record, each with a Flink
+row kind: it has ``decode_changelog_stages`` instead of the two decoders (see
+:mod:`._changelog`) and ``encode(fields, options, kind)`` writes each row as its row kind says.
 
 A format whose module sets ``NEEDS_HEADERS = True`` (``avro-confluent``, ``protobuf-confluent``:
 schema ids in headers) also gets the records' headers and which side of the record it decodes:
 ``decode_stages(..., headers=column, side="key" | "value")``.
 
-Binary formats (``avro``, ``avro-confluent``, ``protobuf``, ``protobuf-confluent``) decode and
-encode in the executors' Python workers (see :mod:`._python`).
+Binary formats (``avro``, ``avro-confluent``, ``debezium-avro-confluent``, ``protobuf``,
+``protobuf-confluent``) decode and encode in the executors' Python workers (see :mod:`._python`;
+the Avro ones with Spark's ``from_avro`` first where the session has it).
 
 ``options`` is either the table's :class:`FormatSpec` or the format's options as written
 (``{"ignore-parse-errors": "true"}``), defaults applied either way.
@@ -49,6 +50,7 @@ from . import (
     canal,
     csv,
     debezium,
+    debezium_avro,
     json,
     maxwell,
     ogg,
@@ -64,7 +66,8 @@ if TYPE_CHECKING:  # pragma: no cover
 _FORMATS: dict[str, ModuleType] = {"csv": csv, "json": json, "raw": raw, "avro": avro,
                                    "avro-confluent": avro_confluent, "protobuf": protobuf,
                                    "protobuf-confluent": protobuf_confluent,
-                                   "debezium-json": debezium, "canal-json": canal,
+                                   "debezium-json": debezium,
+                                   "debezium-avro-confluent": debezium_avro, "canal-json": canal,
                                    "maxwell-json": maxwell, "ogg-json": ogg}  # fmt: skip
 
 

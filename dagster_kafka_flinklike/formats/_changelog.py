@@ -1,6 +1,7 @@
-"""What the changelog formats (``debezium-json``, ``canal-json``, ``maxwell-json``, ``ogg-json``)
-share: their envelopes are JSON, parsed by the ``json`` format's own decoding (so rows follow
-Flink's JSON rules and a bad field is dirty with its path), and each record becomes changelog rows.
+"""What the changelog formats (``debezium-json``, ``debezium-avro-confluent``, ``canal-json``,
+``maxwell-json``, ``ogg-json``) share: each record becomes changelog rows. The JSON envelopes are
+parsed by the ``json`` format's own decoding (so rows follow Flink's JSON rules and a bad field is
+dirty with its path); ``debezium-avro-confluent``'s by the ``avro-confluent`` format's.
 
 A changelog format module has ``CHANGELOG = True``, ``skipped`` (tombstones, and records its
 filters leave out), ``encode(fields, options, kind)`` and
@@ -173,17 +174,26 @@ def encode_before_after(
     """Rows as before/after envelopes, as Flink writes them: ``+I``/``+U`` rows (and rows
     without a kind) as the after image, ``-U``/``-D`` rows as the before image. ``op`` is the
     operation field's name, its insert value and its delete value."""
+    return encode_envelope(name, before_after_envelope(fields, kind, op), options)
+
+
+def before_after_envelope(
+    fields: Sequence[tuple[SparkColumn, Column]],
+    kind: SparkColumn | None,
+    op: tuple[str, str, str],
+) -> list[tuple[SparkColumn, Column]]:
+    """The fields of a before/after envelope as Flink writes it (``before``, ``after`` and the
+    operation field), for any encoding: see :func:`encode_before_after`."""
     from pyspark.sql import functions as F
 
     field, insert_op, delete_op = op
     row, row_t = row_struct(fields)
     insert = is_insert(kind)
-    envelope = [
+    return [
         (F.when(~insert, row), Column("before", row_t)),
         (F.when(insert, row), Column("after", row_t)),
         (F.when(insert, F.lit(insert_op)).otherwise(F.lit(delete_op)), Column(field, "STRING")),
     ]
-    return encode_envelope(name, envelope, options)
 
 
 #: Builds (rows, envelope error, metadata values) from the parsed envelope struct, the text and
@@ -262,6 +272,7 @@ __all__ = [
     "INSERTS",
     "Operation",
     "before_after",
+    "before_after_envelope",
     "before_image",
     "change",
     "changes",

@@ -4,7 +4,10 @@ Binary formats (Avro, Protobuf, the Schema Registry framings) decode one record 
 a Python library. :func:`decode_udf` wraps such a per-record function into a Spark column: each
 Arrow batch of raw bytes becomes a batch of ``struct<row, error>``, ``row`` holding the table's
 columns and ``error`` saying why a record is dirty (the exception, with its type), so a bad
-record never fails the task and never disappears. :func:`encode_udf` does the reverse for sinks.
+record never fails the task and never disappears. A failure that is not the record's own (a
+Schema Registry that does not answer: :class:`~dagster_kafka_flinklike.errors.
+SchemaRegistryClientError`) fails the task, and so the run, instead. :func:`encode_udf` does the
+reverse for sinks.
 
 Values cross between the codec and Spark as Python objects; :func:`to_spark` and
 :func:`from_spark` adapt the few that Arrow cannot take as they are (TIME carried as STRING,
@@ -17,6 +20,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import SchemaRegistryClientError
 from ..options import Column, FlinkType, spark_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,7 +137,8 @@ def decode_udf(
 
     ``make_decoder()`` runs once per Python worker and returns ``decode(data, headers)``, which
     returns the record's fields as a dict (``None``: no row) or raises: any exception makes the
-    record dirty, its type and message becoming the error.
+    record dirty, its type and message becoming the error, except a
+    :class:`~dagster_kafka_flinklike.errors.SchemaRegistryClientError`, which fails the task.
 
     Example:
         >>> decode = decode_udf(lambda: lambda data, _: {"v": data.decode()},
@@ -171,7 +176,9 @@ def decode_udf(
             try:
                 rows.append(convert(decode(data, header_list[i] if header_list else None)))
                 errors.append(None)
-            except Exception as exc:  # any failure to decode one record makes it dirty
+            except SchemaRegistryClientError:  # not the record's fault: the run fails
+                raise
+            except Exception as exc:  # any other failure to decode one record makes it dirty
                 rows.append(None)
                 errors.append(_error_text(exc))
         try:

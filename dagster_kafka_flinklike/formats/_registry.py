@@ -9,6 +9,17 @@ A record names its writer schema with Confluent's framing: magic byte ``0`` and 
 id before the payload, magic byte ``1`` and a 16-byte schema GUID, or (newer Confluent clients)
 the same id bytes in the ``__value_schema_id`` / ``__key_schema_id`` header, the payload then
 being the whole record.
+
+Every request goes through :func:`request`, which decides with
+:func:`~dagster_kafka_flinklike.errors.classify_registry_error` what a failure is: a schema,
+subject or version the registry does not have (404) is :class:`SchemaNotFound`, which makes the
+record naming it dirty; anything else (unreachable, timed out, 5xx, credentials refused) is a
+:class:`~dagster_kafka_flinklike.errors.SchemaRegistryClientError` that fails the run. Confluent's
+own deserializer raises one ``SerializationException`` for all of these, and Flink's
+``avro-confluent`` fails the job on any of them (it has no option to skip a record); here an
+unknown id is the record's own fault (it can never be read, whatever the registry's health),
+counted dirty and failing the run unless errors are ignored, while a registry that does not
+answer never costs a record.
 """
 
 from __future__ import annotations
@@ -17,8 +28,17 @@ import json
 import struct
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..errors import (
+    SchemaRegistryClientError,
+    SchemaRegistryErrorKind,
+    classify_registry_error,
+    redacted_url,
+)
+
+T = TypeVar("T")
 
 MAGIC_ID = 0
 MAGIC_GUID = 1
@@ -28,6 +48,113 @@ _LOCK = threading.Lock()
 
 class FramingError(ValueError):
     """A record that does not carry Confluent's schema framing."""
+
+
+class SchemaNotFound(LookupError):
+    """The registry has no such schema, subject or version (HTTP 404): a record naming it is
+    dirty."""
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or "no details"
+    return redacted_url(f"{type(exc).__name__}: {text}")[:300]
+
+
+def request(conf: Mapping[str, Any], what: str, call: Callable[[], T]) -> T:
+    """``call()``, a request to the registry of ``conf`` doing ``what`` (for the messages).
+
+    Raises:
+        SchemaNotFound: the registry answered that the schema, subject or version does not
+            exist.
+        SchemaRegistryClientError: any other failure (unreachable, timed out, 5xx, credentials
+            refused): the run fails, naming the registry (credentials hidden) and ``what``.
+    """
+    try:
+        return call()
+    except Exception as exc:
+        kind = classify_registry_error(exc)
+        if kind is SchemaRegistryErrorKind.NOT_FOUND:
+            raise SchemaNotFound(f"{what}: {_reason(exc)}") from None
+        raise SchemaRegistryClientError(
+            f"{what} failed: {_reason(exc)}. Nothing was committed; the next run reads the same "
+            "records.",
+            url=conf.get("url"),
+            kind=kind,
+        ) from exc
+
+
+def referenced(conf: Mapping[str, Any], registry: Any, schema: Any) -> list[Any]:
+    """The schemas ``schema`` references, recursively, each once, every one after those it
+    references (as Confluent's clients resolve them): ``Schema`` objects.
+
+    Raises:
+        SchemaNotFound: a referenced subject or version does not exist.
+        SchemaRegistryClientError: the registry did not answer.
+    """
+    found: dict[tuple[str, int], Any] = {}
+
+    def visit(references: Sequence[Any]) -> None:
+        for ref in references or ():
+            key = (str(ref.subject), int(ref.version))
+            if key in found:
+                continue
+            what = f"fetching reference {ref.name!r} ({ref.subject!r} version {ref.version})"
+            version = request(conf, what, version_of(registry, ref.subject, ref.version))
+            found[key] = None
+            visit(version.schema.references)
+            found[key] = version.schema
+
+    visit(getattr(schema, "references", None) or ())
+    return list(found.values())
+
+
+def version_of(registry: Any, subject: str, version: int) -> Callable[[], Any]:
+    """A request for version ``version`` of ``subject`` (a ``RegisteredSchema``), for
+    :func:`request`."""
+    return lambda: registry.get_version(subject, version)
+
+
+def compatibility_level(registry: Any, subject: str) -> str:
+    """The compatibility level the registry applies to ``subject`` (its own, else the global
+    one); ``unknown`` when the registry does not say."""
+    for call in (lambda: registry.get_compatibility(subject), registry.get_compatibility):
+        try:
+            level = call()
+        except Exception:  # no level of the subject's own: the global one applies
+            continue
+        if level:
+            return str(level)
+    return "unknown"
+
+
+def registered(conf: Mapping[str, Any], fmt: str, subject: str, register: Callable[[], T]) -> T:
+    """``register()``: the table's schema registered under ``subject`` (on the driver, before any
+    task writes).
+
+    Raises:
+        SchemaRegistryClientError: the registry refused the schema (the message names the
+            subject, its compatibility level and the registry's reason), or did not answer.
+    """
+    try:
+        return register()
+    except Exception as exc:
+        kind = classify_registry_error(exc)
+        if kind is SchemaRegistryErrorKind.INCOMPATIBLE:
+            level = compatibility_level(client(conf), subject)
+            reason = getattr(exc, "error_message", None) or str(exc)
+            raise SchemaRegistryClientError(
+                f"subject {subject!r} refused the schema of format '{fmt}': its compatibility "
+                f"level is {level} and the registry says: {redacted_url(reason)[:400]}. Nothing "
+                "was written. Make the change compatible, or change the subject's level.",
+                url=conf.get("url"),
+                kind=kind,
+            ) from None
+        raise SchemaRegistryClientError(
+            f"registering the schema of format '{fmt}' under subject {subject!r} failed: "
+            f"{_reason(exc)}. Nothing was written.",
+            url=conf.get("url"),
+            kind=kind,
+        ) from exc
 
 
 def client(conf: Mapping[str, Any]) -> Any:
@@ -133,11 +260,17 @@ def frame(schema_id: int, payload: bytes) -> bytes:
 
 __all__ = [
     "FramingError",
+    "SchemaNotFound",
     "client",
+    "compatibility_level",
     "fetch_schema",
     "frame",
     "header_name",
+    "referenced",
+    "registered",
+    "request",
     "required_subject",
     "schema_framing",
+    "version_of",
     "writer_id",
 ]

@@ -5,9 +5,11 @@ When the session has it (see :func:`..spark.has_spark_avro`) and the table's col
 ``from_avro`` yields exactly as declared, each record is first decoded by ``from_avro`` in
 PERMISSIVE mode (null for a datum it cannot read); only those records then reach the Python
 decoder, which reads them the slow way or says why they are dirty. For ``avro-confluent`` the
-writer schemas are the versions registered under the table's subject, fetched on the driver when
-the query is planned; records written with any other schema id, or carrying it in a header, take
-the Python path, so the result is the same as Python's alone.
+writer schemas are the versions registered under the table's subject (their references
+inlined), fetched on the driver when the query is planned; records written with any other schema
+id, or carrying it in a header, take the Python path, so the result is the same as Python's
+alone. A registry that does not answer that fetch fails the run, as it would in the workers.
+TIME columns (and types ``from_avro`` does not yield as declared) always take the Python path.
 """
 
 from __future__ import annotations
@@ -89,23 +91,40 @@ def decode_plain(raw: SparkColumn, schema: str) -> Any:
 
 
 def subject_writers(conf: Mapping[str, Any], subject: str | None) -> dict[int, str]:
-    """Schema id → schema text of the newest Avro versions registered under ``subject``;
-    empty when there is no subject or the registry cannot be reached (Python then reads all)."""
+    """Schema id → schema text (references inlined) of the newest Avro versions registered under
+    ``subject``; empty when there is no subject or it has no versions (Python then reads all).
+
+    Raises:
+        SchemaRegistryClientError: the registry did not answer (the run fails).
+    """
     from . import _registry
+    from ._avro_schema import self_contained
 
     if not subject:
         return {}
+    registry = _registry.client(conf)
+    writers = {}
     try:
-        registry = _registry.client(conf)
-        writers = {}
-        for version in registry.get_versions(subject)[-_MAX_WRITERS:]:
-            registered = registry.get_version(subject, version)
-            if (registered.schema.schema_type or "AVRO") == "AVRO":
-                writers[registered.schema_id] = registered.schema.schema_str
+        versions = _registry.request(
+            conf, f"listing the versions of subject {subject!r}",
+            lambda: registry.get_versions(subject),
+        )  # fmt: skip
+        for version in versions[-_MAX_WRITERS:]:
+            found = _registry.request(
+                conf, f"fetching version {version} of subject {subject!r}",
+                _registry.version_of(registry, subject, version),
+            )  # fmt: skip
+            if (found.schema.schema_type or "AVRO") != "AVRO":
+                continue
+            try:
+                writer = self_contained(conf, registry, found.schema)
+            except (_registry.SchemaNotFound, ValueError) as exc:  # Python says why, per record
+                logger.info("Version %s of %s is left to Python: %s", version, subject, exc)
+                continue
+            writers[found.schema_id] = json.dumps(writer, separators=(",", ":"))
+    except _registry.SchemaNotFound:  # no such subject (yet): Python reads every record
         return writers
-    except Exception as exc:  # the registry is optional here: the Python path reads every record
-        logger.info("Schema versions of %s not fetched (%s): Avro decodes in Python.", subject, exc)
-        return {}
+    return writers
 
 
 def decode_confluent(

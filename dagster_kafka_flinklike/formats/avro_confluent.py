@@ -5,13 +5,23 @@ id in a ``__value_schema_id`` / ``__key_schema_id`` header); the schema is fetch
 registry once per worker and the datum is resolved into the table's reader schema (the one
 derived from the columns, or ``avro-confluent.schema``) with Avro's schema-resolution rules:
 fields the writer lacks take their defaults, fields the reader lacks are skipped, numbers
-widen. Record names need not match (Avro's Java resolver, which Flink uses, ignores them).
-A wrong magic byte, an unknown id, an unreachable registry or an incompatible writer schema
-make the record dirty, with the reason.
+widen. Record names need not match (Avro's Java resolver, which Flink uses, ignores them; the
+Python path gives the reader's records the writer's names as aliases).
+A writer schema registered with references (record types registered under subjects of their
+own) is read with the referenced schemas, fetched recursively as Confluent's clients fetch them.
+Logical types are those of the reader schema, as in Avro's Java resolver (see
+:mod:`._avro_schema`): a writer's ``uuid`` read as a STRING column is its text, whichever path
+decodes the record.
+
+A wrong magic byte, an unknown id (the registry answers 404), corrupt bytes or an incompatible
+writer schema make the record dirty, with the reason. A registry that cannot be reached, times
+out, answers 5xx or refuses the credentials fails the run (see :mod:`._registry`): no record is
+counted dirty for it, and the next run reads them.
 
 Writing: the table's schema is registered under ``avro-confluent.subject`` (by default
-``<topic>-value`` / ``<topic>-key``) on first use, which the registry's compatibility level may
-refuse (the run then fails, saying why), and each row is framed with the returned id.
+``<topic>-value`` / ``<topic>-key``) on the driver before any task writes; a registry whose
+compatibility level refuses it fails the run with the subject, the level and the registry's
+reason, and nothing is written. Each row is framed with the returned id.
 """
 
 from __future__ import annotations
@@ -22,8 +32,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import redacted_url
 from ..options import Column, FormatSpec, avro_schema
 from . import _registry, _spark_avro
+from ._avro_schema import (
+    PRIMITIVES,
+    Convert,
+    fullname,
+    logical_values,
+    named_types,
+    self_contained,
+    without_logical_types,
+)
 from ._python import decode_udf, encode_udf, one_expression, python_stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,64 +70,81 @@ def reader_schema(columns: Sequence[Column], settings: Mapping[str, Any]) -> str
     return avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
 
 
-def _branches(schema: Any) -> list[Any]:
-    return schema if isinstance(schema, list) else [schema]
-
-
-def _only(schema: Any, kind: str) -> Any:
-    found = [s for s in _branches(schema) if isinstance(s, dict) and s.get("type") == kind]
-    return found[0] if len(found) == 1 else None
-
-
 def aligned(reader: Any, writer: Any) -> Any:
-    """``reader`` with its record names set to ``writer``'s where the two line up.
+    """``reader`` with the name of the ``writer``'s record it lines up with added to each of its
+    records as an alias, where the two line up (also where the writer uses a named type again
+    by name).
 
     Avro's Java resolver (Flink's) matches records by position, not name; fastavro checks the
-    names, so the reader takes the writer's.
+    names (or the reader's aliases), so the reader lists the writer's.
 
     Example:
         >>> aligned({"type": "record", "name": "record", "fields": []},
         ...         {"type": "record", "name": "Order", "namespace": "shop", "fields": []})
-        {'type': 'record', 'name': 'Order', 'fields': [], 'namespace': 'shop'}
+        {'type': 'record', 'name': 'record', 'fields': [], 'aliases': ['shop.Order', 'Order']}
     """
-    if isinstance(reader, list):
-        return [aligned(branch, writer) for branch in reader]
-    if not isinstance(reader, dict):
-        return reader
-    kind = reader.get("type")
-    if kind == "record":
-        counterpart = _only(writer, "record")
+    named = named_types(writer)
+
+    def resolve(node: Any, space: str) -> tuple[Any, str]:
+        if isinstance(node, str) and node not in PRIMITIVES:
+            full = fullname(node, space)
+            found = named.get(full, named.get(node))
+            if found is not None:
+                return found, (full if full in named else node).rpartition(".")[0]
+        return node, space
+
+    def only(node: Any, kind: str, space: str) -> tuple[Any, str] | None:
+        branches = node if isinstance(node, list) else [node]
+        found = [resolve(b, space) for b in branches]
+        of_kind = [(b, s) for b, s in found if isinstance(b, dict) and b.get("type") == kind]
+        return of_kind[0] if len(of_kind) == 1 else None
+
+    def walk(node: Any, other: Any, space: str) -> Any:
+        if isinstance(node, list):
+            return [walk(branch, other, space) for branch in node]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        counterpart = only(other, kind, space) if kind in ("record", "array", "map") else None
         if counterpart is None:
-            return reader
-        by_name = {f["name"]: f for f in counterpart.get("fields", [])}
+            return node
+        match, match_space = counterpart
+        if kind == "array":
+            return {**node, "items": walk(node["items"], match["items"], match_space)}
+        if kind == "map":
+            return {**node, "values": walk(node["values"], match["values"], match_space)}
+        full = fullname(str(match["name"]), str(match.get("namespace", match_space)))
+        inner = full.rpartition(".")[0]
+        by_name = {f["name"]: f for f in match.get("fields", [])}
         fields = [
-            {**f, "type": aligned(f["type"], by_name[f["name"]]["type"])}
+            {**f, "type": walk(f["type"], by_name[f["name"]]["type"], inner)}
             if f["name"] in by_name
             else f
-            for f in reader.get("fields", [])
+            for f in node.get("fields", [])
         ]
-        out = {**reader, "name": counterpart["name"], "fields": fields}
-        out.pop("namespace", None)
-        if "namespace" in counterpart:
-            out["namespace"] = counterpart["namespace"]
-        return out
-    if kind == "array" and (items := _only(writer, "array")) is not None:
-        return {**reader, "items": aligned(reader["items"], items["items"])}
-    if kind == "map" and (values := _only(writer, "map")) is not None:
-        return {**reader, "values": aligned(reader["values"], values["values"])}
-    return reader
+        aliases = [*node.get("aliases", ()), *dict.fromkeys((full, full.rpartition(".")[2]))]
+        return {**node, "fields": fields, "aliases": aliases}
+
+    return walk(reader, writer, "")
 
 
 class _Schemas:
-    """A worker's writer schemas by id, each with the reader schema aligned to it."""
+    """A worker's writer schemas by id, each with the reader schema aligned to it and the
+    reader's logical types to apply."""
 
     def __init__(self, conf: Mapping[str, Any], reader: str) -> None:
         self.conf = conf
         self.reader = json.loads(reader)
-        self.found: dict[int | str, tuple[Any, Any]] = {}
+        self.found: dict[int | str, tuple[Any, Any, Convert | None]] = {}
         self.failed: dict[int | str, tuple[float, str]] = {}
 
-    def get(self, schema: int | str) -> tuple[Any, Any]:
+    def get(self, schema: int | str) -> tuple[Any, Any, Convert | None]:
+        """(writer, reader, logical values) for writer schema ``schema``.
+
+        Raises:
+            LookupError: the registry has no such schema (the record is dirty).
+            SchemaRegistryClientError: the registry did not answer (the run fails).
+        """
         import fastavro
 
         if schema in self.found:
@@ -115,26 +152,31 @@ class _Schemas:
         failed = self.failed.get(schema)
         if failed is not None and time.monotonic() - failed[0] < _RETRY_FAILED_FETCH_S:
             raise LookupError(failed[1])
+        registry = _registry.client(self.conf)
         try:
-            registered = _registry.fetch_schema(_registry.client(self.conf), schema)
-            writer = json.loads(registered.schema_str)
-        except Exception as exc:  # not found, registry down, not JSON: the record is dirty
+            registered = _registry.request(
+                self.conf, f"fetching writer schema {schema}",
+                lambda: _registry.fetch_schema(registry, schema),
+            )  # fmt: skip
+            kind = getattr(registered, "schema_type", None) or "AVRO"
+            if kind != "AVRO":
+                raise ValueError(f"it is a {kind} schema, not Avro")
+            writer = self_contained(self.conf, registry, registered)
+        except (_registry.SchemaNotFound, ValueError) as exc:  # the record's own schema
             why = (
                 f"writer schema {schema} could not be fetched from the Schema Registry at "
-                f"{self.conf.get('url')}: {type(exc).__name__}: {exc}"
+                f"{redacted_url(self.conf.get('url'))}: {exc}"
             )
             self.failed[schema] = (time.monotonic(), why)
             raise LookupError(why) from None
-        if getattr(registered, "schema_type", "AVRO") not in (None, "AVRO"):
-            why = f"schema {schema} is a {registered.schema_type} schema, not Avro"
-            self.failed[schema] = (float("inf"), why)
-            raise LookupError(why)
-        pair = (
-            fastavro.parse_schema(writer),
-            fastavro.parse_schema(aligned(self.reader, writer)),
+        reader = aligned(self.reader, writer)
+        found = (
+            fastavro.parse_schema(without_logical_types(writer)),
+            fastavro.parse_schema(without_logical_types(reader)),
+            logical_values(reader),
         )
-        self.found[schema] = pair
-        return pair
+        self.found[schema] = found
+        return found
 
 
 def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
@@ -156,13 +198,14 @@ def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any], side
 
         def decode(data: bytes, record_headers: Any) -> Any:
             schema, offset = _registry.writer_id(data, record_headers, side)
-            writer, resolved = schemas.get(schema)
+            writer, resolved, convert = schemas.get(schema)
             try:
-                return fastavro.schemaless_reader(io.BytesIO(data[offset:]), writer, resolved)
+                datum = fastavro.schemaless_reader(io.BytesIO(data[offset:]), writer, resolved)
             except SchemaResolutionError as exc:
                 raise ValueError(
                     f"writer schema {schema} cannot be read as the table's schema: {str(exc)[:200]}"
                 ) from None
+            return datum if convert is None else convert(datum)
 
         return decode
 
@@ -212,9 +255,12 @@ def decode(
 
 
 def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
+    fields: Sequence[tuple[SparkColumn, Column]],
+    options: FormatSpec | Mapping[str, Any],
+    fmt: str = NAME,
 ) -> SparkColumn:
-    """Each row as Confluent-framed Avro, its schema registered under the table's subject.
+    """Each row as Confluent-framed Avro, its schema registered under the table's subject
+    (``fmt`` names the format in messages: ``debezium-avro-confluent`` writes its envelope so).
 
     Example:
         >>> value = encode([(F.col("v"), Column("v", "INT"))], spec.value_format)  # doctest: +SKIP
@@ -222,22 +268,38 @@ def encode(
     Raises:
         KafkaOptionsError: no subject is known (a table of several topics needs
             ``avro-confluent.subject``).
+        SchemaRegistryClientError: the registry refused the schema or did not answer.
     """
     settings = _settings(options)
-    subject = _registry.required_subject(NAME, settings)
-    conf = dict(settings["registry"])
     schema = reader_schema([c for _, c in fields], settings)
+    schema_id = register(settings, fmt, schema)
 
     def make_encoder() -> Callable[[dict[str, Any]], bytes]:
-        from confluent_kafka.schema_registry import Schema
-
         from .avro import datum_writer
 
-        schema_id = _registry.client(conf).register_schema(subject, Schema(schema, "AVRO"))
         write = datum_writer(schema)
         return lambda record: _registry.frame(schema_id, write(record))
 
     return encode_udf(make_encoder, fields)
 
 
-__all__ = ["aligned", "decode", "decode_stages", "encode", "reader_schema", "skipped"]
+def register(settings: Mapping[str, Any], fmt: str, schema: str) -> int:
+    """Register Avro ``schema`` under the subject of format ``fmt``'s ``settings``, here on the
+    driver: its schema id.
+
+    Raises:
+        KafkaOptionsError: no subject is known.
+        SchemaRegistryClientError: the registry refused the schema (subject, compatibility level
+            and reason in the message) or did not answer.
+    """
+    from confluent_kafka.schema_registry import Schema
+
+    subject = _registry.required_subject(fmt, settings)
+    conf = dict(settings["registry"])
+    return _registry.registered(
+        conf, fmt, subject,
+        lambda: int(_registry.client(conf).register_schema(subject, Schema(schema, "AVRO"))),
+    )  # fmt: skip
+
+
+__all__ = ["aligned", "decode", "decode_stages", "encode", "reader_schema", "register", "skipped"]

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NAME = "debezium-json"
 CHANGELOG = True
-_NO_BEFORE = (
+#: Why an update or delete without a before image is dirty (Debezium JSON and Avro alike).
+NO_BEFORE = (
     "the \"before\" field of {op} is null (for Debezium's Postgres connector, set the table's "
     "REPLICA IDENTITY to FULL)"
 )
@@ -101,7 +102,7 @@ def decode_changelog_stages(
 
         payload = struct["payload"] if schema_include else struct
         operations = cl.before_after(
-            payload["before"], payload["after"], (("c", "r"), "u", "d"), _NO_BEFORE
+            payload["before"], payload["after"], (("c", "r"), "u", "d"), NO_BEFORE
         )
         rows, error = cl.dispatch(payload["op"], "op", operations)
         if schema_include:
@@ -126,4 +127,4 @@ def encode(
     return cl.encode_before_after(NAME, fields, options, kind, ("op", "c", "d"))
 
 
-__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
+__all__ = ["CHANGELOG", "NO_BEFORE", "decode_changelog_stages", "encode", "skipped"]

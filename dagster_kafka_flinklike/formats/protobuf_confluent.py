@@ -13,8 +13,10 @@ compatible with it reads correctly). A record without that framing is dirty, wit
 
 Writing: the message's file is registered (as a serialized ``FileDescriptorProto``, schema type
 ``PROTOBUF``) under ``protobuf-confluent.subject`` (by default ``<topic>-value`` /
-``<topic>-key``), each file it imports under its own name as a reference, and every record is
-framed with the returned id and the message's indexes.
+``<topic>-key``), each file it imports under its own name as a reference, on the driver before
+any task writes (a refusal fails the run with the subject, its compatibility level and the
+registry's reason; nothing is written), and every record is framed with the returned id and the
+message's indexes.
 """
 
 from __future__ import annotations
@@ -208,18 +210,23 @@ def encode(
     Raises:
         KafkaOptionsError: a column cannot be written as the message's field, or no subject is
             known (a table of several topics needs ``protobuf-confluent.subject``).
+        SchemaRegistryClientError: the registry refused the schema or did not answer.
     """
     settings = _settings(options)
     columns = [c for _, c in fields]
     check_columns(settings, columns, "format", fmt=NAME)
     subject = _registry.required_subject(NAME, settings)
     conf = dict(settings)
+    registry = dict(settings["registry"])
+    descriptor = message_descriptor(conf["descriptor-set"], conf["message"])
+    schema_id = _registry.registered(
+        registry, NAME, subject,
+        lambda: register(_registry.client(registry), subject, conf["descriptor-set"],
+                         descriptor.file.name),
+    )  # fmt: skip
+    framing = indexes_bytes(message_indexes(descriptor))
 
     def make_encoder() -> Callable[[dict[str, Any]], bytes]:
-        descriptor = message_descriptor(conf["descriptor-set"], conf["message"])
-        client = _registry.client(conf["registry"])
-        schema_id = register(client, subject, conf["descriptor-set"], descriptor.file.name)
-        framing = indexes_bytes(message_indexes(descriptor))
         write = record_writer(columns, conf)
         return lambda row: _registry.frame(schema_id, framing + write(row))
 

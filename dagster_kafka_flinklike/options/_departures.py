@@ -147,8 +147,11 @@ DEPARTURES: tuple[str, ...] = (
     "`ssl.certificate.location`), truststores are PEM files, keystores are refused (give a PEM "
     "certificate and key), and `basic-auth.credentials-source` = `SASL_INHERIT` is refused. A "
     "writer schema resolves into the table's schema by position and field name, as Avro's Java "
-    "resolver does: record names need not match. An unknown schema id, an unreachable registry "
-    "or an incompatible writer schema makes the record dirty with the reason. Records that carry "
-    "their schema id in a `__value_schema_id` / `__key_schema_id` header (newer Confluent "
-    "clients) are read too.",
+    "resolver does: record names need not match. An unknown schema id (404) or an incompatible "
+    "writer schema makes the record dirty with the reason, where Flink fails the job; a registry "
+    "that cannot be reached, times out, answers 5xx or refuses the credentials fails the run "
+    "(as in Flink). Records that carry their schema id in a `__value_schema_id` / "
+    "`__key_schema_id` header (newer Confluent clients) are read too (not by "
+    "`debezium-avro-confluent`, whose records carry it in the value, as Debezium writes them). "
+    "`debezium-avro-confluent` has no format metadata here.",
 )

@@ -18,18 +18,20 @@ from ._protobuf import descriptor_file, load_message
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
 from ._types import FlinkType, parse_flink_type
 
-FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json",
-           "maxwell-json", "protobuf", "protobuf-confluent", "ogg-json")  # fmt: skip
+FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
+           "debezium-avro-confluent", "canal-json", "maxwell-json", "protobuf",
+           "protobuf-confluent", "ogg-json")  # fmt: skip
 SUPPORTED_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "protobuf",
-                     "protobuf-confluent", "debezium-json", "canal-json", "maxwell-json",
-                     "ogg-json")  # fmt: skip
+                     "protobuf-confluent", "debezium-json", "debezium-avro-confluent",
+                     "canal-json", "maxwell-json", "ogg-json")  # fmt: skip
 #: Formats that keep schemas in a Confluent Schema Registry (``<format>.url``, ...).
-REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent")
+REGISTRY_FORMATS = ("avro-confluent", "protobuf-confluent", "debezium-avro-confluent")
 #: Formats whose records are protobuf messages (``<format>.message-class-name``, ...).
 PROTOBUF_FORMATS = ("protobuf", "protobuf-confluent")
 #: Formats whose records are changelogs: each record becomes rows with a Flink row kind
 #: (``+I``, ``-U``, ``+U``, ``-D``). Value format only, as in Flink.
-CHANGELOG_FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
+CHANGELOG_FORMATS = ("debezium-json", "debezium-avro-confluent", "canal-json", "maxwell-json",
+                     "ogg-json")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,8 @@ _PROTOBUF_OPTIONS = (
 
 #: Deprecated spellings of format options, as Flink still accepts them.
 FORMAT_ALIASES: dict[str, dict[str, str]] = {
-    "avro-confluent": {"schema-registry.url": "url", "schema-registry.subject": "subject"},
+    name: {"schema-registry.url": "url", "schema-registry.subject": "subject"}
+    for name in ("avro-confluent", "debezium-avro-confluent")
 }
 
 FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
@@ -387,6 +390,15 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         *_registry_tail("avro-confluent"),
         _AVRO_TIMESTAMP_MAPPING,
     ),
+    "debezium-avro-confluent": (
+        *_registry_head(),
+        _fo("schema", "String", None,
+            "Avro schema (JSON) of the whole envelope to read into and to register on write: a "
+            "record of the nullable records 'before' and 'after' (the table's columns) and a "
+            "nullable string 'op'; by default the one derived from the columns.",
+            _avro_schema_text),
+        *_registry_tail("debezium-avro-confluent"),
+    ),
     "protobuf": _PROTOBUF_OPTIONS,
     "protobuf-confluent": (
         *_registry_head(),
@@ -445,6 +457,7 @@ UNSUPPORTED_FORMAT_OPTIONS: dict[str, dict[str, str]] = {
         "holds one Avro datum, which has no codec",
     },
     "avro-confluent": _registry_unsupported("avro-confluent"),
+    "debezium-avro-confluent": _registry_unsupported("debezium-avro-confluent"),
     "protobuf-confluent": _registry_unsupported("protobuf-confluent"),
 }
 

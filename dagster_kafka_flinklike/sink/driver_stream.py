@@ -33,7 +33,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._worker import settle_worker_heap
-from ..errors import TransactionError
+from ..errors import SchemaRegistryClientError, TransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -329,9 +329,9 @@ def driver_batches(
             jobs.enter()
             counts = frame.mapInArrow(send, "partition int, rows long").collect()
             server.finish({row["partition"]: row["rows"] for row in counts})
-        except BaseException as exc:
+        except BaseException as exc:  # a task's registry failure as our error, else Spark's
             with contextlib.suppress(ConnectionAbortedError):
-                server.finish(exc)
+                server.finish(SchemaRegistryClientError.raised_in_task(exc) or exc)
 
     job = InheritableThread(target=run, name="dkf-driver-stream-job", daemon=True, session=spark)
     job.start()

