@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
         KafkaOptionsWarning,
         KafkaYamlError,
         OffsetsError,
+        SchemaRegistryClientError,
         SparkConnectError,
         TransactionError,
     )
@@ -102,6 +103,7 @@ _EXPORTS = {
     "KafkaTableSpec": ".options",
     "OffsetsCheckpoint": ".state",
     "OffsetsError": ".errors",
+    "SchemaRegistryClientError": ".errors",
     "SparkConnectError": ".errors",
     "SparkResource": ".spark",
     "StartupMode": ".options",
@@ -160,6 +162,7 @@ __all__ = [
     "LateDataCheck",
     "OffsetsCheckpoint",
     "OffsetsError",
+    "SchemaRegistryClientError",
     "SparkConnectError",
     "SparkResource",
     "StartupMode",

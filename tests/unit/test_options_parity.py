@@ -820,7 +820,7 @@ def test_for_role_checks_the_use_and_warns_about_the_other() -> None:
 
 def test_streaming_asset_checks_its_tables_for_their_use() -> None:
     orders = spec(SOURCE, {"sink.delivery-guarantee": "none"}, name="orders")
-    out = spec(SINK, {"scan.startup.mode": "earliest-offset"}, name="out")
+    out = spec(SINK, {"scan.startup.mode": "earliest-offset", "topic": "out-topic"}, name="out")
     with pytest.warns(KafkaOptionsWarning) as caught:
 
         @kafka_streaming_asset(sources={"orders": orders}, sink=out, checks=[])
