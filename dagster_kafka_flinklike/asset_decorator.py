@@ -47,7 +47,12 @@ from .checks import (
     default_checks,
     evaluate_checks,
 )
-from .errors import BlockingCheckError, KafkaConnectorError, KafkaOptionsError
+from .errors import (
+    BlockingCheckError,
+    KafkaConnectorError,
+    KafkaOptionsError,
+    SchemaRegistryClientError,
+)
 from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
 from .run import metrics as m
 from .run.batches import SOURCE_NAME, parse_batch_key
@@ -552,6 +557,11 @@ def _materialize(
     except BlockingCheckError:
         yield from gate.results  # the failed check, recorded as the run fails
         raise
+    except Exception as exc:  # a Spark task's registry failure, as our error
+        registry = SchemaRegistryClientError.raised_in_task(exc)
+        if registry is None:
+            raise
+        raise registry from exc
     finally:
         if tables.sink is not None:
             run.close()

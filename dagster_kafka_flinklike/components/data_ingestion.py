@@ -44,7 +44,7 @@ from ..checks import (
     default_checks,
     evaluate_checks,
 )
-from ..errors import BlockingCheckError, KafkaOptionsError
+from ..errors import BlockingCheckError, KafkaOptionsError, SchemaRegistryClientError
 from ..ingestion import DataIngestionPipeline, IngestionResult, IngestionRun, parse_data_ingestion
 from ..options import redact
 from ..run import metrics as m
@@ -159,6 +159,11 @@ def _run(
     except BlockingCheckError:
         yield from gate.results  # the failed check, recorded as the run fails
         raise
+    except Exception as exc:  # a Spark task's registry failure, as our error
+        registry = SchemaRegistryClientError.raised_in_task(exc)
+        if registry is None:
+            raise
+        raise registry from exc
     finally:
         ingestion.close()
         run.close()

@@ -295,3 +295,36 @@ def test_an_unknown_schema_id_stays_dirty_data(
     assert [r[ERROR] for r in got[:5]] == [None] * 5
     assert "writer schema 1000000 could not be fetched" in got[5][ERROR]
     assert "SchemaNotFound" in got[5][ERROR] or "404" in got[5][ERROR]
+
+
+def test_registry_5xx_fails_an_asset_without_a_sink_with_our_error(
+    kafka_bootstrap, new_topic, schema_registry_url, gate, resources
+) -> None:
+    """An asset whose rows go to its IO manager: the decoding's pass of its own (the dirty-data
+    statistics) meets the 500 in the workers, and the run fails with our error type, not
+    Spark's, having recorded nothing."""
+    source = new_topic(partitions=1)
+    _orders(SchemaRegistryClient({"url": schema_registry_url}), kafka_bootstrap, source,
+            record_subject_name_strategy)  # fmt: skip
+    gate.fail = lambda path: 500 if "/schemas/ids/" in path else None
+    gate.start()
+    spec = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": source, "scan.startup.mode": "earliest-offset",
+         "properties.group.id": f"g-{source}", "format": "avro-confluent",
+         "avro-confluent.url": gate.url, "avro-confluent.properties.max.retries": "0",
+         "ingestion.ignore-errors": "true"},
+        columns=COLUMNS, role="source",
+    )  # fmt: skip
+
+    @kafka_streaming_asset(sources={"orders": spec}, name="copy_orders")
+    def copy_orders(context, orders):
+        return orders
+
+    instance = DagsterInstance.ephemeral()
+    failed = materialize(
+        [copy_orders], resources=resources, instance=instance, raise_on_error=False
+    )
+    error = _raised(failed, "SchemaRegistryClientError")
+    assert f"Schema Registry {gate.url} (unavailable)" in error.message
+    assert instance.get_latest_materialization_event(AssetKey("copy_orders")) is None
+    assert _committed(kafka_bootstrap, source) < 0
