@@ -276,7 +276,7 @@ class StreamingRun:
             )
         if self.write_result is not None:
             return (
-                f"The checkpoint and the consumer groups' offsets did not advance; the "
+                f"The checkpoint did not advance (nor did the consumer groups' offsets); the "
                 f"{self.write_result.records} record(s) already written stay (at-least-once: "
                 f"the run's retry writes them again)."
             )
