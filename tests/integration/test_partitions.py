@@ -339,6 +339,10 @@ def test_late_data_check_names_the_windows_to_rerun(kafka_bootstrap, new_topic, 
         check_key()
     ].evaluation
     assert evaluation.passed
+    # no lateness: a1 and a2 (00:00) arrived after b9 (01:54), while 01:00 was being read
+    assert evaluation.metadata["lateRecords"].value == 2
+    assert evaluation.metadata["lateRecordsByWindow"].value == {H1: 2}
+    assert "2 record(s) arrived after their window's allowed lateness" in evaluation.description
 
     produce_at(kafka_bootstrap, topic, 0, [("c7", at(2.8))])  # arrives after the run read 02:00
     alone = materialize(
