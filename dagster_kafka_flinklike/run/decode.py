@@ -5,8 +5,8 @@ pass that reads the data: they are observed (Spark's ``DataFrame.observe``) on t
 records, so the action that consumes the clean rows (the sink's write) also counts them; nothing
 is persisted and nothing is read twice. A run that never consumes its rows gets them from one
 pass of its own when they are first asked for. A run over time windows keeps the records that
-:func:`~.windows.record_windows` assigns to them, and counts each window's records, dirty and late
-records in the same pass (:class:`WindowCounts`).
+:func:`~.windows.with_record_windows` assigns to them, and counts each window's records, dirty
+and late records in the same pass (:class:`WindowCounts`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from ..source.records import (
     decode_records,
 )
 from .tables import ResolvedTable
-from .windows import TimeWindows, WindowOffsets, record_windows
+from .windows import KEPT, LATE_IN, POSITION, TimeWindows, WindowOffsets, with_record_windows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 
-#: Columns a run over time windows adds to its decoded records: whether the run keeps each, and
-#: what it counts as in which of the run's windows (:func:`_window_code`).
-KEPT = "__dkf_kept"
+#: Column of what a decoded record of a run over time windows counts as, in which of the run's
+#: windows (:func:`_window_code`).
 WINDOW_CODE = "__dkf_window_code"
 #: Codes per window: a clean record of it, a dirty one, a record that arrived late in it.
 _CODES = 3
@@ -100,13 +99,11 @@ class InputCounts:
         decoded: DataFrame | None,
         observation: Any = None,
         known: InputStats | None = None,
-        kept: Any = None,
         windows: int = 0,
     ):
         self._decoded = decoded
         self._observation = observation
         self._stats = known
-        self._kept = kept
         self._windows = windows
 
     @classmethod
@@ -115,21 +112,19 @@ class InputCounts:
         return cls(None, known=stats)
 
     @classmethod
-    def observing(
-        cls, decoded: DataFrame, kept: Any = None, windows: int = 0
-    ) -> tuple[DataFrame, InputCounts]:
+    def observing(cls, decoded: DataFrame, windows: int = 0) -> tuple[DataFrame, InputCounts]:
         """``decoded`` with its statistics observed (the frame to read the records from), and
-        the counts that the first action over it fills: of the ``kept`` records, and per time
-        window of ``windows`` (from its :data:`WINDOW_CODE` column)."""
+        the counts that the first action over it fills; over time ``windows`` (so many), of the
+        records the run keeps and per window (``decoded``'s :data:`~.windows.KEPT` and
+        :data:`WINDOW_CODE` columns)."""
         from pyspark.sql import Observation
 
         observation = Observation()
-        if kept is None and not windows:  # the same aggregates in every run without a window
-            columns = per_session(decoded.sparkSession, ("input_stats",), _stat_columns)
-        else:
-            columns = _stat_columns(kept, windows)
+        columns = per_session(
+            decoded.sparkSession, ("input_stats", windows), lambda: _stat_columns(windows)
+        )
         observed = decoded.observe(observation, *columns)
-        return observed, cls(decoded, observation, kept=kept, windows=windows)
+        return observed, cls(decoded, observation, windows=windows)
 
     @property
     def counted(self) -> bool:
@@ -142,7 +137,7 @@ class InputCounts:
             row = _observed(self._observation)
             if row is None:
                 assert self._decoded is not None
-                self._stats = input_stats(self._decoded, self._kept, self._windows)
+                self._stats = input_stats(self._decoded, self._windows)
             else:
                 self._stats = _input_stats(row, self._windows)
         return self._stats
@@ -187,9 +182,9 @@ class DecodedTable:
         return rows if self.kept is None else rows.filter(self.kept)
 
 
-def _stat_columns(kept: Any = None, windows: int = 0) -> list[Any]:
-    """Aggregates of the input statistics over decoded records (``kept`` ones, when given), and
-    per time window of ``windows`` (its :data:`WINDOW_CODE` column). A record that yields
+def _stat_columns(windows: int = 0) -> list[Any]:
+    """Aggregates of the input statistics over decoded records; over time ``windows``, over
+    those the run keeps, and per window (its :data:`WINDOW_CODE` column). A record that yields
     several changelog rows counts once.
 
     The windows' counts are one ``histogram_numeric`` over the codes: it keeps exact counts per
@@ -199,7 +194,7 @@ def _stat_columns(kept: Any = None, windows: int = 0) -> list[Any]:
     """
     from pyspark.sql import functions as F
 
-    keep = F.col(RECORD_START) & (F.lit(True) if kept is None else kept)
+    keep = F.col(RECORD_START) & (F.col(KEPT) if windows else F.lit(True))
     columns = [
         F.count(F.when(keep, 1)).alias("records"),
         F.count(F.when(keep & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
@@ -230,23 +225,23 @@ def _input_stats(row: Any, windows: int = 0) -> InputStats:
     )
 
 
-def input_stats(decoded: DataFrame, kept: Any = None, windows: int = 0) -> InputStats:
-    """Count records, value bytes and dirty records of ``decoded`` (those ``kept``, when given)
-    and each of its time windows' figures (``windows`` of them), in one Spark job."""
-    return _input_stats(decoded.agg(*_stat_columns(kept, windows)).collect()[0], windows)
+def input_stats(decoded: DataFrame, windows: int = 0) -> InputStats:
+    """Count records, value bytes and dirty records of ``decoded`` (over time ``windows``: of
+    those the run keeps, and each window's figures), in one Spark job."""
+    return _input_stats(decoded.agg(*_stat_columns(windows)).collect()[0], windows)
 
 
-def _window_code(position: Any, late: Any) -> Any:
+def _window_code() -> Any:
     """What a decoded record counts as, as :data:`WINDOW_CODE`: a kept record of the run's
-    window at ``position`` (clean, or dirty), or a record that arrived ``late`` in one; null
-    for the other rows of a changelog record and for records the run's windows do not count."""
+    window at its position (clean, or dirty), or a record that arrived late in one; null for
+    the other rows of a changelog record and for records the run's windows do not count."""
     from pyspark.sql import functions as F
 
     dirty = F.when(F.col(ERROR).isNotNull(), 1).otherwise(0)
     return (
         F.when(~F.col(RECORD_START), None)
-        .when(F.col(KEPT), position * _CODES + dirty)
-        .otherwise(late * _CODES + 2)
+        .when(F.col(KEPT), F.col(POSITION) * _CODES + dirty)
+        .otherwise(F.col(LATE_IN) * _CODES + 2)
     )
 
 
@@ -258,7 +253,7 @@ def decode_table(
 ) -> DecodedTable:
     """Decode ``raw`` into ``table``'s columns, counting what it holds in the pass that reads
     it; over time ``windows`` (with the source's window ``offsets``), keep only the records that
-    belong to them (:func:`~.windows.record_windows`) and count each window's own.
+    belong to them (:func:`~.windows.with_record_windows`) and count each window's own.
 
     Example:
         >>> decoded = decode_table(table, read_table(spark, table, plan))  # doctest: +SKIP
@@ -270,11 +265,11 @@ def decode_table(
     decoded = decode_records(table.spec, raw)
     kept, count = None, 0
     if windows is not None and offsets is not None:
-        keep, position, late = record_windows(windows, offsets, changelog=table.spec.is_upsert)
-        decoded = decoded.withColumn(KEPT, keep)
-        decoded = decoded.withColumn(WINDOW_CODE, _window_code(position, late))
+        changelog = table.spec.is_upsert
+        decoded = with_record_windows(decoded, windows, offsets, changelog=changelog)
+        decoded = decoded.withColumn(WINDOW_CODE, _window_code()).drop(POSITION, LATE_IN)
         kept, count = F.col(KEPT), len(windows.keys)
-    observed, counts = InputCounts.observing(decoded, kept, count)
+    observed, counts = InputCounts.observing(decoded, count)
     clean = observed.filter(observed[ERROR].isNull())
     if kept is not None:
         clean = clean.filter(kept)

@@ -34,9 +34,12 @@ from ..source.records import PROVENANCE
 from .tables import ResolvedTable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame
 
 TOPIC, PARTITION, OFFSET, TIMESTAMP = PROVENANCE[0], PROVENANCE[1], PROVENANCE[2], PROVENANCE[5]
+#: Columns :func:`with_record_windows` adds to the records of a run over time windows.
+KEPT, POSITION, LATE_IN = "__dkf_kept", "__dkf_window", "__dkf_late_in"
+_OWN, _STOPS, _ARRIVED = "__dkf_own_window", "__dkf_stops", "__dkf_arrived_in"
 
 # Startup/bounded options replaced when a time window fixes the range.
 _WINDOW_REPLACED = (
@@ -291,84 +294,105 @@ def window_offsets(
     admin: KafkaAdmin, windows: TimeWindows, ends: Mapping[TopicPartition, int]
 ) -> WindowOffsets:
     """The stop offset of each of ``windows``' windows in each partition of ``ends`` (the run's
-    stop offsets, which clamp them) and the offset range of each of the run's windows."""
+    stop offsets, which clamp them) and the offset range of each of the run's windows (the
+    offsets-for-times requests all in flight together)."""
     partitions = sorted(ends)
-    at = offsets_at(admin, partitions)
     late = windows.lateness_ms
-    stops = {
-        tp: tuple(min(at(bound + late)[tp], ends[tp]) for bound in windows.bounds[1:])
-        for tp in partitions
-    }
-    return WindowOffsets(stops, window_ranges(admin, partitions, windows.windows, ends, at))
+    stopping = [bound + late for bound in windows.bounds[1:]]
+    starting = [w.read_start_ms for w in windows.windows.values()]
+    found = admin.offsets_for_many_times(partitions, [*stopping, *starting])
+    stops = {tp: tuple(min(found[ms][tp], ends[tp]) for ms in stopping) for tp in partitions}
+    ranges = window_ranges(admin, partitions, windows.windows, ends, found.__getitem__)
+    return WindowOffsets(stops, ranges)
 
 
-def record_windows(
-    windows: TimeWindows, offsets: WindowOffsets, *, changelog: bool = False
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """Where each record of a run over ``windows`` goes, from its provenance columns (topic,
-    partition, offset, timestamp): Spark expressions of
+def with_record_windows(
+    frame: DataFrame, windows: TimeWindows, offsets: WindowOffsets, *, changelog: bool = False
+) -> DataFrame:
+    """``frame`` (records with their provenance columns: topic, partition, offset, timestamp)
+    with where each goes in a run over ``windows``:
 
-    - whether the run keeps it: its timestamp lies in the run's windows (or its lookback) and
-      it arrived before its own window's stop offset in its partition;
-    - the position among the run's windows of the window of its timestamp (null outside them);
-    - for a late record, the position of the run's window it arrived in: its offset lies at or
-      beyond the previous window's stop offset and before that window's, and its timestamp is
-      earlier than that window (it belongs to a window whose stop offset it is beyond).
+    - :data:`KEPT`: whether the run keeps it: its timestamp lies in the run's windows (or its
+      lookback) and it arrived before its own window's stop offset in its partition;
+    - :data:`POSITION`: for a kept record of one of the run's windows, that window's position
+      among them;
+    - :data:`LATE_IN`: for a late record, the position of the run's window it arrived in: its
+      offset lies at or beyond the previous window's stop offset and before that window's, and
+      its timestamp is earlier than that window (its own window's stop offset is behind it).
 
     A ``changelog`` table (``upsert-kafka``: the table as of the run's end) keeps every record
-    before the run's end, and none is late.
+    before the run's end, and none is late. Each record's window, and for the records not kept
+    the window being read when they arrived, are found by binary search: trees of comparisons,
+    written as SQL (one expression each, however many windows) that Spark compiles.
     """
     from pyspark.sql import functions as F
 
     bounds, first = windows.bounds, windows.first
     count = len(bounds) - 1
-    stamp = F.unix_millis(F.col(TIMESTAMP))
-    own = _at_or_below(stamp, bounds) - 1  # the window of the record's timestamp
-    position = F.when((own >= first) & (own < count), own - first)
+    stamp = f"unix_millis({TIMESTAMP})"
+    framed = frame.withColumn(_OWN, F.expr(f"{_at_or_below(stamp, list(map(str, bounds)))} - 1"))
     if changelog:
-        kept = F.coalesce(stamp < F.lit(windows.span.end_ms), F.lit(False))
-        return kept, position, F.lit(None).cast("int")
-    stops = _partition_stops(offsets.stops)
-    offset = F.col(OFFSET)
-    in_time = F.when((own >= 0) & (own < count), offset < F.try_element_at(stops, own + 1))
-    kept = F.coalesce(in_time & (stamp >= F.lit(windows.span.read_start_ms)), F.lit(False))
-    arrived = F.size(F.filter(stops, lambda stop: stop <= offset))  # the window being read
-    starts = F.lit(list(bounds)).cast("array<bigint>")
-    late = (arrived >= first) & (arrived < count) & (stamp < F.try_element_at(starts, arrived + 1))
-    return kept, position, F.when(late, arrived - first)
+        kept = f"{stamp} < {windows.span.end_ms}"
+    else:
+        stops = _partition_stops(offsets.stops, count)
+        kept = (
+            f"CASE WHEN {_OWN} >= 0 AND {_OWN} < {count} THEN "
+            f"{OFFSET} < element_at({stops}, {_OWN} + 1) END "
+            f"AND {stamp} >= {windows.span.read_start_ms}"
+        )
+    framed = framed.withColumn(KEPT, F.expr(f"coalesce({kept}, false)"))
+    position = (
+        f"CASE WHEN {KEPT} AND {_OWN} >= {first} AND {_OWN} < {count} THEN {_OWN} - {first} END"
+    )
+    if changelog:
+        framed = framed.withColumns({POSITION: F.expr(position), LATE_IN: F.lit(None).cast("int")})
+        return framed.drop(_OWN)
+    framed = framed.withColumns(
+        {POSITION: F.expr(position), _STOPS: F.expr(f"CASE WHEN NOT {KEPT} THEN {stops} END")}
+    )
+    each = [f"element_at({_STOPS}, {i + 1})" for i in range(count)]
+    arrived = f"CASE WHEN {_STOPS} IS NOT NULL THEN {_at_or_below(OFFSET, each)} END"
+    framed = framed.withColumn(_ARRIVED, F.expr(arrived))
+    late = (
+        f"CASE WHEN {_ARRIVED} >= {first} AND {_ARRIVED} < {count} AND {stamp} < "
+        f"element_at(array({', '.join(map(str, bounds))}), {_ARRIVED} + 1) "
+        f"THEN {_ARRIVED} - {first} END"
+    )
+    return framed.withColumn(LATE_IN, F.expr(late)).drop(_OWN, _STOPS, _ARRIVED)
 
 
-def _at_or_below(value: SparkColumn, bounds: Sequence[int]) -> SparkColumn:
-    """How many of the increasing ``bounds`` are at or below ``value``: a balanced tree of
-    comparisons (log of the number of bounds per record)."""
-    from pyspark.sql import functions as F
-
+def _at_or_below(value: str, bounds: Sequence[str]) -> str:
+    """SQL: how many of the increasing ``bounds`` are at or below ``value``, as a balanced tree
+    of comparisons (log of the number of bounds per record)."""
     if not bounds:
-        return F.lit(0)
+        return "0"
     mid = len(bounds) // 2
     below = _at_or_below(value, bounds[:mid])
-    above = F.lit(mid + 1) + _at_or_below(value, bounds[mid + 1 :])
-    return F.when(value < F.lit(bounds[mid]), below).otherwise(above)
+    above = _at_or_below(value, bounds[mid + 1 :])
+    return f"CASE WHEN {value} < {bounds[mid]} THEN {below} ELSE {mid + 1} + {above} END"
 
 
-def _partition_stops(stops: Mapping[TopicPartition, tuple[int, ...]]) -> SparkColumn:
-    """Each record's partition's window stop offsets (an array literal per topic, indexed by
-    partition; the records' topic decides only when there are several)."""
-    from pyspark.sql import functions as F
-
+def _partition_stops(stops: Mapping[TopicPartition, tuple[int, ...]], count: int) -> str:
+    """SQL: each record's partition's window stop offsets (an array literal per topic, indexed
+    by partition; the records' topic decides only when there are several)."""
     by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
     for (topic, partition), found in stops.items():
         by_topic.setdefault(topic, {})[partition] = found
     if not by_topic:
-        return F.array().cast("array<bigint>")
+        return "CAST(array() AS array<bigint>)"
 
-    def arrays(found: dict[int, tuple[int, ...]]) -> SparkColumn:
-        rows = [list(found.get(p, ())) for p in range(max(found) + 1)]
-        literal = F.lit(rows).cast("array<array<bigint>>")
-        return F.try_element_at(literal, F.col(PARTITION) + 1)
+    def arrays(found: dict[int, tuple[int, ...]]) -> str:
+        rows = [found.get(p, (0,) * count) for p in range(max(found) + 1)]
+        literal = ", ".join(f"array({', '.join(f'{o}L' for o in row)})" for row in rows)
+        return f"element_at(array({literal}), {PARTITION} + 1)"
 
     topics = sorted(by_topic)
-    chosen = arrays(by_topic[topics[0]])
-    for topic in topics[1:]:
-        chosen = F.when(F.col(TOPIC) == F.lit(topic), arrays(by_topic[topic])).otherwise(chosen)
-    return chosen
+    if len(topics) == 1:
+        return arrays(by_topic[topics[0]])
+    cases = " ".join(f"WHEN {TOPIC} = '{_quoted(t)}' THEN {arrays(by_topic[t])}" for t in topics)
+    return f"CASE {cases} END"
+
+
+def _quoted(text: str) -> str:
+    """``text`` inside a SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")

@@ -71,22 +71,31 @@ def produce_at(bootstrap: str, topic: str, partition: int, rows: list[tuple[str,
     assert producer.flush(30) == 0
 
 
+def events(topic: str, columns: list[dict] = COLUMNS, **options: str) -> KafkaTableSpec:
+    """The JSON source table ``events`` over ``topic``."""
+    return KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": topic, "format": "json", **options},
+        columns=columns,
+        role="source",
+        name="events",
+    )
+
+
+def upsert_sink(topic: str, columns: list[dict]) -> KafkaTableSpec:
+    """An upsert-kafka sink keyed by its first column (raw key, JSON value)."""
+    return KafkaTableSpec.from_options(
+        {"connector": "upsert-kafka", "topic": topic, "key.format": "raw", "value.format": "json"},
+        columns=columns,
+        primary_key=[columns[0]["name"]],
+        role="sink",
+    )
+
+
 def windowed(source_topic: str, sink_topic: str, **kwargs: Any) -> Any:
     extra = kwargs.pop("source_options", {})
     partitions_def = kwargs.pop("partitions_def", HOURLY)
     sink_options = kwargs.pop("sink_options", {})
-    source = KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": source_topic,
-            "properties.group.id": f"win-{source_topic}",
-            "format": "json",
-            **extra,
-        },
-        columns=COLUMNS,
-        role="source",
-        name="events",
-    )
+    source = events(source_topic, **{"properties.group.id": f"win-{source_topic}", **extra})
     sink = KafkaTableSpec.from_options(
         {"connector": "kafka", "topic": sink_topic, "format": "json", **sink_options},
         columns=COLUMNS,
@@ -214,30 +223,12 @@ LATE_1 = [("a4", at(0.6)), ("b3", at(1.5)), ("c2", at(2.7))]
 
 def hourly_counts(source_topic: str, sink_topic: str) -> Any:
     """Records per hour into an upsert-kafka sink keyed by the hour's start (epoch ms)."""
-    source = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": source_topic, "format": "json"},
-        columns=[
-            *COLUMNS,
-            {"name": "ts", "type": "TIMESTAMP_LTZ(3)", "metadata_key": "timestamp"},
-        ],
-        role="source",
-        name="events",
-    )
-    sink = KafkaTableSpec.from_options(
-        {
-            "connector": "upsert-kafka",
-            "topic": sink_topic,
-            "key.format": "raw",
-            "value.format": "json",
-        },
-        columns=[{"name": "hour", "type": "STRING"}, {"name": "n", "type": "BIGINT"}],
-        primary_key=["hour"],
-        role="sink",
-    )
+    stamp = {"name": "ts", "type": "TIMESTAMP_LTZ(3)", "metadata_key": "timestamp"}
+    counted = [{"name": "hour", "type": "STRING"}, {"name": "n", "type": "BIGINT"}]
 
     @kafka_streaming_asset(
-        sources={"events": source},
-        sink=sink,
+        sources={"events": events(source_topic, [*COLUMNS, stamp])},
+        sink=upsert_sink(sink_topic, counted),
         name="hourly_counts",
         partitions_def=HOURLY,
         allowed_lateness=timedelta(minutes=5),
@@ -411,22 +402,10 @@ def test_rerunning_a_window_into_upsert_kafka_rewrites_the_same_keys(
 ) -> None:
     topic, out = new_topic(partitions=1), new_topic(partitions=1)
     produce_at(kafka_bootstrap, topic, 0, PARTITION_0)
-    source = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": topic, "format": "json"},
-        columns=COLUMNS,
-        role="source",
-        name="events",
-    )
-    sink = KafkaTableSpec.from_options(
-        {"connector": "upsert-kafka", "topic": out, "key.format": "raw", "value.format": "json"},
-        columns=[*COLUMNS, {"name": "seen", "type": "STRING"}],
-        primary_key=["id"],
-        role="sink",
-    )
 
     @kafka_streaming_asset(
-        sources={"events": source},
-        sink=sink,
+        sources={"events": events(topic)},
+        sink=upsert_sink(out, [*COLUMNS, {"name": "seen", "type": "STRING"}]),
         name="hourly_copy",
         partitions_def=HOURLY,
         allowed_lateness=timedelta(hours=1),

@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 
 from dagster_kafka_flinklike import KafkaOptionsError
-from dagster_kafka_flinklike.run.decode import (
+from dagster_kafka_flinklike.run.decode import WINDOW_CODE, InputCounts, WindowCounts
+from dagster_kafka_flinklike.run.windows import (
     KEPT,
-    WINDOW_CODE,
-    InputCounts,
-    WindowCounts,
+    LATE_IN,
+    POSITION,
+    TimeWindows,
+    window_offsets,
+    with_record_windows,
 )
-from dagster_kafka_flinklike.run.windows import TimeWindows, record_windows, window_offsets
 from dagster_kafka_flinklike.source.records import ERROR, RECORD_START, TOLERATED, VALUE_BYTES
 
 HOUR = 3_600_000
@@ -31,6 +33,9 @@ class LogAdmin:
 
     def offsets_for_times(self, partitions: Sequence[tuple[str, int]], ms: int) -> dict:
         return {tp: _first_at_or_after(self.log[tp], ms) for tp in partitions}
+
+    def offsets_for_many_times(self, partitions: Sequence, timestamps: Sequence[int]) -> dict:
+        return {ms: self.offsets_for_times(partitions, ms) for ms in timestamps}
 
 
 def _first_at_or_after(stamps: list[int], ms: int) -> int:
@@ -77,8 +82,9 @@ def classify(spark: Any, log: Log, windows: TimeWindows) -> dict[tuple, tuple]:
     frame = spark.createDataFrame(
         rows, "__dkf_topic string, __dkf_partition int, __dkf_offset long, ms long"
     ).withColumn("__dkf_timestamp", F.timestamp_millis("ms"))
-    kept, position, late = record_windows(windows, offsets)
-    got = frame.select("__dkf_topic", "__dkf_partition", "__dkf_offset", kept, position, late)
+    got = with_record_windows(frame, windows, offsets).select(
+        "__dkf_topic", "__dkf_partition", "__dkf_offset", KEPT, POSITION, LATE_IN
+    )
     keys = windows.keys
     return {
         (t, p, o): (k, keys[w] if k and w is not None else None, None if lt is None else keys[lt])
@@ -153,7 +159,7 @@ def test_window_counts_are_exact_over_many_windows_and_tasks(spark: Any) -> None
         F.lit(True).alias(KEPT),
         ((F.col("id") * 7919) % (3 * windows)).cast("int").alias(WINDOW_CODE),
     )
-    observed, counts = InputCounts.observing(frame, F.col(KEPT), windows)
+    observed, counts = InputCounts.observing(frame, windows)
     observed.write.format("noop").mode("overwrite").save()
     codes = dict(frame.groupBy(WINDOW_CODE).count().collect())
     assert counts.stats().windows == tuple(
