@@ -350,7 +350,9 @@ def kafka_streaming_asset(
     ``lookback`` reads and keeps that much before the window too, for aggregations whose windows
     begin in the previous partition (hopping windows that end in this one). A
     backfill over many windows is one run and one Spark job by default
-    (``BackfillPolicy.single_run()``). Window runs neither use nor move the streaming
+    (``BackfillPolicy.single_run()``); it keeps each record by its own window's rule and
+    records each window's own figures on its partition, so every window gets what a run over it
+    alone gives it (:mod:`.run.windows`). Window runs neither use nor move the streaming
     checkpoint and commit no offsets to the consumer groups; under exactly-once the
     transactional id includes the partition keys, so windows do not fence each other.
 

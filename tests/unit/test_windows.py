@@ -146,6 +146,25 @@ def test_a_run_over_several_windows_gives_each_what_a_run_over_it_alone_gives(
     assert any(late for *_, late in together.values())  # the logs do have late records
 
 
+def test_a_changelog_source_keeps_every_record_before_the_runs_end(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    windows = hours(2, 1)
+    rows = [("t", 0, o, stamp) for o, stamp in enumerate([0, 5 * HOUR // 2, HOUR, 3 * HOUR])]
+    frame = spark.createDataFrame(
+        rows, "__dkf_topic string, __dkf_partition int, __dkf_offset long, ms long"
+    ).withColumn("__dkf_timestamp", F.timestamp_millis("ms"))
+    admin = LogAdmin({("t", 0): [r[3] for r in rows]})
+    offsets = window_offsets(admin, windows, {("t", 0): 4})  # type: ignore[arg-type]
+    got = with_record_windows(frame, windows, offsets, changelog=True)
+    assert [tuple(r) for r in got.select(KEPT, POSITION, LATE_IN).collect()] == [
+        (True, None, None),  # before the first window: part of the table as of its end
+        (True, 1, None),
+        (True, 0, None),
+        (False, None, None),  # after the run's end
+    ]
+
+
 def test_window_counts_are_exact_over_many_windows_and_tasks(spark: Any) -> None:
     from pyspark.sql import functions as F
 
