@@ -214,9 +214,9 @@ def _metadata_values(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: What a run over several time windows records once for all of them (under :data:`m.RUN`).
-_RUN_FIGURES = frozenset(
-    [*(x.name for x in m.METRICS), m.OFFSETS, m.WINDOWS, m.WINDOW_NOTES, ROW_COUNT]
-)
+_RUN_FIGURES = frozenset([*(x.name for x in m.METRICS), m.OFFSETS, ROW_COUNT])
+#: What each window of such a run records of its own only (not repeated on every window).
+_WINDOW_ONLY = frozenset([m.WINDOWS, m.WINDOW_NOTES])
 
 
 def record_windows_apart(
@@ -232,8 +232,11 @@ def record_windows_apart(
     if len(by_window) < 2:
         return metadata
     figures = {k: getattr(v, "value", v) for k, v in metadata.items() if k in _RUN_FIGURES}
-    out = {k: v for k, v in metadata.items() if k not in _RUN_FIGURES}
-    out[m.RUN] = MetadataValue.json({"partitions": list(by_window), **figures})
+    out = {k: v for k, v in metadata.items() if k not in _RUN_FIGURES | _WINDOW_ONLY}
+    keys = list(by_window)
+    out[m.RUN] = MetadataValue.json(
+        {"partitionRange": [keys[0], keys[-1]], "partitionCount": len(keys), **figures}
+    )
     for partition, own in by_window.items():
         context.add_asset_metadata(_metadata_values(own), asset_key=key, partition_key=partition)
     return out

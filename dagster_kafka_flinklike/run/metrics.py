@@ -161,8 +161,9 @@ WINDOWS = "windows"
 #: Metadata key of why a window may be incomplete (retention, offset resets).
 WINDOW_NOTES = "windowNotes"
 #: Metadata key, on each window's materialization by a run over several time windows (a
-#: single-run backfill), of that run's own figures (JSON: its partition keys, its totals, what
-#: it wrote, its duration), recorded once for all its windows instead of as each window's.
+#: single-run backfill), of that run's own figures (JSON: its first and last partition keys and
+#: their count, its totals, what it wrote, its duration), recorded once for all its windows
+#: instead of as each window's.
 RUN = "run"
 
 #: The metrics a write records (the transaction's only under exactly-once).

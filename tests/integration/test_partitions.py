@@ -266,7 +266,8 @@ def test_a_backfill_gives_every_window_what_a_run_over_it_alone_gives(
     assert set(backfill[H1]["windows"]) == {H1}
     assert "numRecordsOut" not in backfill[H1]  # what the run wrote is the run's, not H1's
     run = backfill[H1]["run"]
-    assert (run["partitions"], run["numRecordsIn"], run["numRecordsOut"]) == ([H0, H1, H2], 10, 3)
+    assert (run["partitionRange"], run["partitionCount"]) == ([H0, H2], 3)
+    assert (run["numRecordsIn"], run["numRecordsOut"], run["lateRecords"]) == (10, 3, 2)
 
     for key in (H0, H1, H2):
         alone = run_window(asset, resources, instance, key)
