@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -237,35 +237,22 @@ def check_retention(
     return reasons
 
 
-OffsetsAt = Callable[[int], dict[TopicPartition, int]]
-
-
-def offsets_at(admin: KafkaAdmin, partitions: Sequence[TopicPartition]) -> OffsetsAt:
-    """offsets-for-times of ``partitions``, one request per timestamp however often asked."""
-    cache: dict[int, dict[TopicPartition, int]] = {}
-
-    def at(ms: int) -> dict[TopicPartition, int]:
-        if ms not in cache:
-            cache[ms] = admin.offsets_for_times(list(partitions), ms)
-        return cache[ms]
-
-    return at
-
-
 def window_ranges(
     admin: KafkaAdmin,
     partitions: Sequence[TopicPartition],
     windows: Mapping[str, TimeWindow],
     ends: Mapping[TopicPartition, int],
-    at: OffsetsAt | None = None,
+    found: Mapping[int, Mapping[TopicPartition, int]] | None = None,
 ) -> dict[str, dict[TopicPartition, tuple[int, int]]]:
     """The offset range ``[start, stop)`` of each named window in each partition (clamped to
-    ``ends``), so a run over several windows records each one's range (one offsets-for-times
-    request per window boundary)."""
-    at = at or offsets_at(admin, partitions)
+    ``ends``), so a run over several windows records each one's range; ``found``: the
+    offsets-for-times of their bounds, when asked already."""
+    if found is None:
+        bounds = [ms for w in windows.values() for ms in (w.read_start_ms, w.stop_ms)]
+        found = admin.offsets_for_many_times(partitions, bounds)
     out: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
     for key, window in windows.items():
-        starts, stops = at(window.read_start_ms), at(window.stop_ms)
+        starts, stops = found[window.read_start_ms], found[window.stop_ms]
         out[key] = {
             tp: (min(starts[tp], ends[tp]), min(max(stops[tp], starts[tp]), ends[tp]))
             for tp in partitions
@@ -302,7 +289,7 @@ def window_offsets(
     starting = [w.read_start_ms for w in windows.windows.values()]
     found = admin.offsets_for_many_times(partitions, [*stopping, *starting])
     stops = {tp: tuple(min(found[ms][tp], ends[tp]) for ms in stopping) for tp in partitions}
-    ranges = window_ranges(admin, partitions, windows.windows, ends, found.__getitem__)
+    ranges = window_ranges(admin, partitions, windows.windows, ends, found)
     return WindowOffsets(stops, ranges)
 
 
