@@ -307,6 +307,9 @@ def with_record_windows(
       offset lies at or beyond the previous window's stop offset and before that window's, and
       its timestamp is earlier than that window (its own window's stop offset is behind it).
 
+    A record without a timestamp (its timestamp could not be read: it is dirty data) is kept
+    and counts in the window being read when it arrived, so the dirty-data policy sees it.
+
     A ``changelog`` table (``upsert-kafka``: the table as of the run's end) keeps every record
     before the run's end, and none is late. Each record's window, and for the records not kept
     the window being read when they arrived, are found by binary search: trees of comparisons,
@@ -318,34 +321,36 @@ def with_record_windows(
     count = len(bounds) - 1
     stamp = f"unix_millis({TIMESTAMP})"
     framed = frame.withColumn(_OWN, F.expr(f"{_at_or_below(stamp, list(map(str, bounds)))} - 1"))
+    unstamped = f"{TIMESTAMP} IS NULL"
     if changelog:
-        kept = f"{stamp} < {windows.span.end_ms}"
+        kept = f"{unstamped} OR {stamp} < {windows.span.end_ms}"
     else:
         stops = _partition_stops(offsets.stops, count)
         kept = (
-            f"CASE WHEN {_OWN} >= 0 AND {_OWN} < {count} THEN "
+            f"{unstamped} OR CASE WHEN {_OWN} >= 0 AND {_OWN} < {count} THEN "
             f"{OFFSET} < element_at({stops}, {_OWN} + 1) END "
             f"AND {stamp} >= {windows.span.read_start_ms}"
         )
     framed = framed.withColumn(KEPT, F.expr(f"coalesce({kept}, false)"))
-    position = (
-        f"CASE WHEN {KEPT} AND {_OWN} >= {first} AND {_OWN} < {count} THEN {_OWN} - {first} END"
-    )
+    own = f"CASE WHEN {KEPT} AND {_OWN} >= {first} AND {_OWN} < {count} THEN {_OWN} - {first} END"
     if changelog:
-        framed = framed.withColumns({POSITION: F.expr(position), LATE_IN: F.lit(None).cast("int")})
+        framed = framed.withColumns({POSITION: F.expr(own), LATE_IN: F.lit(None).cast("int")})
         return framed.drop(_OWN)
-    framed = framed.withColumns(
-        {POSITION: F.expr(position), _STOPS: F.expr(f"CASE WHEN NOT {KEPT} THEN {stops} END")}
+    framed = framed.withColumn(
+        _STOPS, F.expr(f"CASE WHEN NOT {KEPT} OR {unstamped} THEN {stops} END")
     )
     each = [f"element_at({_STOPS}, {i + 1})" for i in range(count)]
     arrived = f"CASE WHEN {_STOPS} IS NOT NULL THEN {_at_or_below(OFFSET, each)} END"
     framed = framed.withColumn(_ARRIVED, F.expr(arrived))
+    arrived_here = f"{_ARRIVED} >= {first} AND {_ARRIVED} < {count}"
+    position = f"CASE WHEN {unstamped} AND {arrived_here} THEN {_ARRIVED} - {first} ELSE {own} END"
     late = (
-        f"CASE WHEN {_ARRIVED} >= {first} AND {_ARRIVED} < {count} AND {stamp} < "
+        f"CASE WHEN NOT {unstamped} AND {arrived_here} AND {stamp} < "
         f"element_at(array({', '.join(map(str, bounds))}), {_ARRIVED} + 1) "
         f"THEN {_ARRIVED} - {first} END"
     )
-    return framed.withColumn(LATE_IN, F.expr(late)).drop(_OWN, _STOPS, _ARRIVED)
+    framed = framed.withColumns({POSITION: F.expr(position), LATE_IN: F.expr(late)})
+    return framed.drop(_OWN, _STOPS, _ARRIVED)
 
 
 def _at_or_below(value: str, bounds: Sequence[str]) -> str:

@@ -195,3 +195,27 @@ def test_time_windows_need_the_window_before_their_first_and_their_lookback() ->
         TimeWindows(("h1",), (0, HOUR, HOUR))
     with pytest.raises(KafkaOptionsError, match="reach back to its lookback"):
         TimeWindows(("h1",), (0, HOUR, 2 * HOUR), lookback_ms=HOUR + 1)
+
+
+def test_a_record_without_a_timestamp_is_kept_in_the_window_it_arrived_in(spark: Any) -> None:
+    """A record whose timestamp could not be read (dirty: out of range) is never dropped by
+    the window rule: the run keeps it, in the window being read when it arrived, so the
+    dirty-data policy counts it (or fails the run)."""
+    from pyspark.sql import functions as F
+
+    log: Log = {("t", 0): [10, HOUR + 10, HOUR + 20, 2 * HOUR + 10]}
+    windows = hours(2, 1)  # h1, h2 (after h0)
+    admin = LogAdmin(log)
+    offsets = window_offsets(admin, windows, {("t", 0): 4})  # type: ignore[arg-type]
+    rows = [("t", 0, o, None if o == 2 else ms) for o, ms in enumerate(log[("t", 0)])]
+    frame = spark.createDataFrame(
+        rows, "__dkf_topic string, __dkf_partition int, __dkf_offset long, ms long"
+    ).withColumn("__dkf_timestamp", F.timestamp_millis("ms"))
+    got = {
+        r["__dkf_offset"]: (r[KEPT], r[POSITION], r[LATE_IN])
+        for r in with_record_windows(frame, windows, offsets).collect()
+    }
+    assert got[2] == (True, 0, None)  # arrived while h1 was read
+    assert got[1] == (True, 0, None) and got[3] == (True, 1, None) and not got[0][0]
+    changelog = with_record_windows(frame, windows, offsets, changelog=True)
+    assert changelog.where(F.col("__dkf_offset") == 2).first()[KEPT] is True
