@@ -110,10 +110,10 @@ class StreamingRun:
             resuming from a checkpoint; like a window, such a run moves no checkpoint.
         schemas: the inferred schemas the last run saved, by source name (for sources that
             declare no columns, :mod:`.schema`).
-        gate: decides whether the run may commit, once every source is read and counted and
-            before anything commits (the exactly-once transaction, the checkpoint, the group
-            offsets): the asset's blocking checks. It raises to fail the run, which then
-            commits nothing.
+        gate: decides whether the run may commit, once every source is read and counted, the
+            output and the dead letters are delivered, and before anything commits (the
+            exactly-once transaction, the checkpoint, the group offsets): the asset's blocking
+            checks. It raises to fail the run, which then commits nothing.
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -310,25 +310,22 @@ class StreamingRun:
             )
         if self.write_result is not None:
             return (
-                f"The checkpoint did not advance (nor did the consumer groups' offsets); the "
-                f"{self.write_result.records} record(s) already written stay (at-least-once: "
-                f"the run's retry writes them again)."
+                f"The checkpoint did not advance; the clean records were written and stay "
+                f"({self.write_result.records} record(s); at-least-once: the run's retry writes "
+                f"them again), and the consumer groups' offsets did not move."
             )
         return NOTHING_WRITTEN
 
-    def _before_commit(self) -> list[DirtyData]:
-        """Apply the dirty-data policy, then let the run's ``gate`` decide (once) whether it
-        may commit; called with every source read and counted, before anything commits.
+    def _decide(self) -> None:
+        """Let the run's ``gate`` decide (once) whether it may commit: called with every source
+        read and counted, the output and the dead letters delivered, and nothing committed.
 
         Raises:
-            DeserializationError: dirty records a source does not tolerate.
             BlockingCheckError: a blocking check failed (raised by the gate).
         """
-        dirty = self._police()
         if self.gate is not None and not self._gated:
             self._gated = True
             self.gate(self)
-        return dirty
 
     def write(self, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
         """Write ``frame`` to ``spec``'s topic with its delivery guarantee, then apply the
@@ -351,9 +348,10 @@ class StreamingRun:
             self.log,
             transaction=transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._before_commit,
+            dirty=self._police,
+            ready=self._decide,
         )
-        self._before_commit()
+        self._police()
         if transaction is not None:
             self._letters_written()
         return self.write_result
@@ -379,9 +377,10 @@ class StreamingRun:
             self.log,
             transaction=self.transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._before_commit,
+            dirty=self._police,
+            ready=self._decide,
         )
-        self._before_commit()
+        self._police()
         if self.transaction is not None:
             self._letters_written()
         return self.write_result
@@ -402,12 +401,14 @@ class StreamingRun:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
 
         Dead letters not written in a transaction are written first (at-least-once), so a run
-        that fails to write them does not advance. A run over a time window or an offset batch
-        moves no checkpoint: it returns None and commits nothing to the groups.
+        that fails to write them does not advance; then the run's ``gate`` decides. A run over
+        a time window or an offset batch moves no checkpoint: it returns None and commits
+        nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
-        write_dead_letters(tables, self._before_commit())
+        write_dead_letters(tables, self._police())
         self._letters_written()
+        self._decide()
         for read in self.sources.values():
             read.committed = commit_group_offsets(
                 read.table.name,
