@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TransactionError,
     )
     from .ingestion import DataIngestionPipeline, parse_data_ingestion
-    from .io_manager import KafkaIOManager, kafka_table_metadata
+    from .io_manager import KafkaIOManager
     from .options import (
         BoundedMode,
         Column,
@@ -68,10 +68,11 @@ if TYPE_CHECKING:  # pragma: no cover
         build_kafka_discovery_sensors,
         build_kafka_new_data_sensor,
     )
+    from .source_assets import build_kafka_source_assets
     from .spark import SparkResource
     from .sql import FlinkSqlPipeline, parse_flink_sql, plan_flink_sql
     from .state import OffsetsCheckpoint
-    from .translator import KafkaTranslator, build_kafka_source_assets
+    from .translator import KafkaTranslator, kafka_table_metadata
 
 #: Each public name and the module (relative to this package) that defines it.
 _EXPORTS = {
@@ -116,9 +117,9 @@ _EXPORTS = {
     "build_kafka_discovery_sensor": ".sensors",
     "build_kafka_discovery_sensors": ".sensors",
     "build_kafka_new_data_sensor": ".sensors",
-    "build_kafka_source_assets": ".translator",
+    "build_kafka_source_assets": ".source_assets",
     "kafka_streaming_asset": ".asset_decorator",
-    "kafka_table_metadata": ".io_manager",
+    "kafka_table_metadata": ".translator",
     "parse_flink_sql": ".sql",
     "latest_per_key": ".changelog",
     "ROW_KIND": ".changelog",

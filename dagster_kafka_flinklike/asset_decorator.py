@@ -11,95 +11,42 @@ materialization, and each can run alone (select only the check) without reading 
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckKey,
-    AssetExecutionContext,
     AssetKey,
     AssetOut,
     AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
     DynamicPartitionsDefinition,
-    MaterializeResult,
     MetadataValue,
-    Output,
     PartitionsDefinition,
-    TableColumn,
-    TableSchema,
     TimeWindowPartitionsDefinition,
     multi_asset,
 )
 
-from .checks import (
-    CHECK_TIMEOUT_S,
-    CheckScope,
-    CommitGate,
-    ConsumerLagCheck,
-    KafkaAssetCheck,
-    check_names_are_unique,
-    checkpoint_of,
-    default_checks,
-    evaluate_checks,
-)
-from .errors import (
-    BlockingCheckError,
-    KafkaConnectorError,
-    KafkaOptionsError,
-    SchemaRegistryClientError,
+from .checks import ConsumerLagCheck, KafkaAssetCheck, check_names_are_unique, default_checks
+from .errors import KafkaOptionsError
+from .materialization import (
+    KafkaMaterialization,
+    RunOutput,
+    StreamingTables,
+    attach_streaming_tables,
 )
 from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
-from .partitions import time_windows
-from .run import metrics as m
-from .run.batches import SOURCE_NAME, parse_batch_key
-from .run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
-from .run.windows import TimeWindow, TimeWindows
-from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
-from .translator import ROW_COUNT, KafkaTranslator, table_metadata
+from .run.batches import SOURCE_NAME
+from .translator import KafkaTranslator, table_metadata
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dagster import DagsterInstance
-
     from .run import StreamingRun
 
 StreamingBody = Callable[..., Any]
 #: The output name of a streaming asset without a sink (its DataFrame goes to the IO manager).
 RESULT_OUTPUT = "result"
-_TABLES_ATTRIBUTE = "__dagster_kafka_flinklike_tables__"
-
-
-@dataclass(frozen=True)
-class StreamingTables:
-    """The Kafka tables of a streaming asset, for sensors and checks built from the asset."""
-
-    sources: Mapping[str, KafkaTableSpec]
-    sink: KafkaTableSpec | None
-    kafka_resource_key: str
-    checks: tuple[KafkaAssetCheck, ...] = ()
-    #: The asset's time-window partitions (runs read windows of record timestamps), if any.
-    partitions_def: TimeWindowPartitionsDefinition | None = None
-    #: How late a record may arrive and still be read with its window.
-    lateness_ms: int = 0
-    #: How long before its window a partition run reads too (hopping windows).
-    lookback_ms: int = 0
-    #: The asset's offset batches (dynamic partitions naming exact offset ranges), if any.
-    offset_batches: DynamicPartitionsDefinition | None = None
-    #: False: every run reads from the startup position, not from the last checkpoint.
-    from_checkpoint: bool = True
-
-    def window(self, key: str) -> TimeWindow:
-        """The time window of partition ``key`` (with the allowed lateness and lookback)."""
-        return self.run_windows([key]).window(key)
-
-    def run_windows(self, keys: Sequence[str]) -> TimeWindows:
-        """The time windows a run over partitions ``keys`` (consecutive) reads."""
-        assert self.partitions_def is not None
-        return time_windows(self.partitions_def, keys, self.lateness_ms, self.lookback_ms)
 
 
 def _check_partitioning(
@@ -138,114 +85,6 @@ def _check_partitioning(
                 f"windows to re-run.",
                 keys=("checks",),
             )
-
-
-def attach_streaming_tables(asset: AssetsDefinition, tables: StreamingTables) -> None:
-    """Record ``tables`` on an asset that runs over Kafka tables without
-    ``@kafka_streaming_asset``, so sensors, checks and source assets find them."""
-    compute: Any = asset.op.compute_fn
-    setattr(compute.decorated_fn, _TABLES_ATTRIBUTE, tables)
-
-
-def streaming_tables(asset: AssetsDefinition) -> StreamingTables:
-    """The Kafka tables of an asset built by :func:`kafka_streaming_asset`.
-
-    Raises:
-        KafkaConnectorError: the asset was not built by ``@kafka_streaming_asset``.
-    """
-    compute = getattr(getattr(asset, "node_def", None), "compute_fn", None)
-    found = getattr(getattr(compute, "decorated_fn", None), _TABLES_ATTRIBUTE, None)
-    if not isinstance(found, StreamingTables):
-        raise KafkaConnectorError(
-            f"Asset {asset.key.to_user_string()!r} was not built by @kafka_streaming_asset; "
-            f"give its Kafka tables explicitly."
-        )
-    return found
-
-
-def latest_checkpoint(instance: DagsterInstance, key: AssetKey) -> OffsetsCheckpoint | None:
-    """The offsets checkpoint of the asset's last successful materialization, if any."""
-    event = instance.get_latest_materialization_event(key)
-    if event is None or event.asset_materialization is None:
-        return None
-    return checkpoint_of(event.asset_materialization.metadata)
-
-
-def saved_schemas(instance: DagsterInstance, key: AssetKey) -> dict[str, dict[str, str]]:
-    """The inferred source schemas of the asset's last materialization, by source name."""
-    event = instance.get_latest_materialization_event(key)
-    if event is None or event.asset_materialization is None:
-        return {}
-    return {
-        name[len(SCHEMA_METADATA_PREFIX) :]: {c.name: c.type for c in value.schema.columns}
-        for name, value in event.asset_materialization.metadata.items()
-        if name.startswith(SCHEMA_METADATA_PREFIX) and hasattr(value, "schema")
-    }
-
-
-def _schema_metadata(run: StreamingRun) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, read in run.sources.items():
-        if read.schema is None:
-            continue
-        columns = [TableColumn(n, t) for n, t in read.schema.to_json().items()]
-        out[SCHEMA_METADATA_PREFIX + name] = MetadataValue.table_schema(TableSchema(columns))
-        changes = [str(c) for c in read.schema.changes]
-        changes += [f"refused (incompatible): {c}" for c in read.schema.refused]
-        if changes:
-            out[CHANGES_METADATA_PREFIX + name] = MetadataValue.json(changes)
-    return out
-
-
-def materialization_metadata(
-    run: StreamingRun, checkpoint: OffsetsCheckpoint | None
-) -> dict[str, Any]:
-    """A finished run's metadata: its metrics, the new checkpoint, dirty-record samples and
-    inferred schemas."""
-    out = _metadata_values(run.metadata())
-    if checkpoint is not None:
-        out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
-    samples = [s for r in run.sources.values() for s in r.dirty.samples]
-    if samples:
-        out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
-    out.update(_schema_metadata(run))
-    return out
-
-
-def _metadata_values(figures: Mapping[str, Any]) -> dict[str, Any]:
-    """Figures as Dagster metadata: mappings and lists as JSON."""
-    return {
-        k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in figures.items()
-    }
-
-
-#: What a run over several time windows records once for all of them (under :data:`m.RUN`).
-_RUN_FIGURES = frozenset([*(x.name for x in m.METRICS), m.OFFSETS, ROW_COUNT])
-#: What each window of such a run records of its own only (not repeated on every window).
-_WINDOW_ONLY = frozenset([m.WINDOWS, m.WINDOW_NOTES])
-
-
-def record_windows_apart(
-    context: AssetExecutionContext, key: AssetKey, run: StreamingRun, metadata: dict[str, Any]
-) -> dict[str, Any]:
-    """A run over several time windows (a single-run backfill) records each window's own figures
-    on its partition's materialization (``add_asset_metadata`` per partition key), as a run over
-    it alone would, and its own figures (totals, output, transaction, duration) once under
-    :data:`m.RUN` on each, so that no window shows another's or the run's. Returns the metadata
-    every window gets; a run over one window or none keeps ``metadata`` as it is.
-    """
-    by_window = run.window_metadata()
-    if len(by_window) < 2:
-        return metadata
-    figures = {k: getattr(v, "value", v) for k, v in metadata.items() if k in _RUN_FIGURES}
-    out = {k: v for k, v in metadata.items() if k not in _RUN_FIGURES | _WINDOW_ONLY}
-    keys = list(by_window)
-    out[m.RUN] = MetadataValue.json(
-        {"partitionRange": [keys[0], keys[-1]], "partitionCount": len(keys), **figures}
-    )
-    for partition, own in by_window.items():
-        context.add_asset_metadata(_metadata_values(own), asset_key=key, partition_key=partition)
-    return out
 
 
 def _check_offsets_commit(
@@ -465,135 +304,27 @@ def kafka_streaming_asset(
         def _streaming_asset(context):  # type: ignore[no-untyped-def]
             # (unannotated: Dagster checks the annotation's object, and annotations are strings)
             selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
-            kafka = getattr(context.resources, kafka_resource_key)
-            if key not in context.selected_asset_keys:  # only checks: no data is read
-                yield from checks_alone(kafka, key, tables, selected, context.instance)
-                return
-            yield from _materialize(
+            materialization = KafkaMaterialization(
                 context,
-                fn,
                 key,
                 tables,
                 selected,
-                spark=getattr(context.resources, spark_resource_key).spark_session,
-                split=(max_records_per_split, min_splits),
+                spark_resource_key=spark_resource_key,
+                output_name=None if sink is not None else RESULT_OUTPUT,
+                max_records_per_split=max_records_per_split,
+                min_splits=min_splits,
             )
+
+            def body(run: StreamingRun) -> RunOutput:
+                frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
+                result = fn(context, **frames)
+                if sink is not None:
+                    run.write(sink, result)
+                return RunOutput(value=result)
+
+            yield from materialization.events(body)
 
         attach_streaming_tables(_streaming_asset, tables)
         return _streaming_asset
 
     return decorator
-
-
-def checks_alone(
-    kafka: Any,
-    key: AssetKey,
-    tables: StreamingTables,
-    selected: Sequence[KafkaAssetCheck],
-    instance: DagsterInstance,
-) -> Iterator[Any]:
-    """The ``selected`` checks of asset ``key`` evaluated without a run (only checks were
-    selected), over its tables and its last materialization."""
-    from .run import KafkaClients
-
-    def scope() -> CheckScope:
-        return CheckScope(
-            asset_key=key,
-            sources={n: kafka.resolve(s, n) for n, s in tables.sources.items()},
-            sink=kafka.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
-            clients=KafkaClients(timeout_s=CHECK_TIMEOUT_S),
-            checkpoint=None,
-            tables=tables,
-            instance=instance,
-        )
-
-    yield from evaluate_checks(selected, key, scope, instance)
-
-
-def _materialize(
-    context: AssetExecutionContext,
-    fn: StreamingBody,
-    key: AssetKey,
-    tables: StreamingTables,
-    selected: Sequence[KafkaAssetCheck],
-    *,
-    spark: Any,
-    split: tuple[int, int | None],
-) -> Iterator[Any]:
-    from .run import StreamingRun
-
-    kafka = getattr(context.resources, tables.kafka_resource_key)
-    name = key.to_user_string()
-    windows, checkpoint_before, ranges = None, None, None
-    if tables.offset_batches is not None:
-        batch = context.partition_key
-        ranges = parse_batch_key(batch)
-        name = f"{name}-batch-{hashlib.sha1(batch.encode()).hexdigest()[:12]}"
-    elif tables.partitions_def is not None:
-        keys = list(context.partition_keys)
-        windows = tables.run_windows(keys)
-        name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
-        if windows.span.state() == "future":
-            context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")
-    elif tables.from_checkpoint:
-        checkpoint_before = latest_checkpoint(context.instance, key)
-
-    def scope(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> CheckScope:
-        return CheckScope(
-            asset_key=key,
-            sources={n: r.table for n, r in run.sources.items()},
-            sink=run.resolve(tables.sink, name) if tables.sink else None,
-            clients=run.clients,
-            checkpoint=checkpoint,
-            run=run,
-            tables=tables,
-            instance=context.instance,
-        )
-
-    gate = CommitGate(selected, key, lambda run: scope(run, None))
-    run = StreamingRun(
-        spark=spark,
-        defaults=kafka.connection_defaults(),
-        checkpoint=checkpoint_before,
-        max_records_per_split=split[0],
-        min_splits=split[1],
-        sink=tables.sink,
-        asset_name=name,
-        log=context.log,
-        windows=windows,
-        ranges=ranges,
-        schemas=(
-            saved_schemas(context.instance, key)
-            if any(s.infers_schema for s in tables.sources.values())
-            else {}
-        ),
-        gate=gate,
-    )
-    try:
-        frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
-        result = fn(context, **frames)
-        if tables.sink is not None:
-            run.write(tables.sink, result)
-        checkpoint = run.commit()
-        metadata = materialization_metadata(run, checkpoint)
-        context.log.info(f"Kafka run {{'sources': {sorted(tables.sources)}}}: {metadata}")
-        if tables.sink is not None:
-            metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
-        metadata = record_windows_apart(context, key, run, metadata)
-        if tables.sink is not None:
-            yield MaterializeResult(asset_key=key, metadata=metadata)
-        else:
-            yield Output(result, output_name=RESULT_OUTPUT, metadata=metadata)
-        yield from gate.results
-        yield from evaluate_checks(gate.after_commit, key, lambda: scope(run, checkpoint))
-    except BlockingCheckError:
-        yield from gate.results  # the failed check, recorded as the run fails
-        raise
-    except Exception as exc:  # a Spark task's registry failure, as our error
-        registry = SchemaRegistryClientError.raised_in_task(exc)
-        if registry is None:
-            raise
-        raise registry from exc
-    finally:
-        if tables.sink is not None:
-            run.close()

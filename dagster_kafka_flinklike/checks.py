@@ -33,6 +33,12 @@ from dagster import (
 )
 
 from .errors import BlockingCheckError, KafkaOptionsError
+from .history import (
+    checkpoint_of,
+    last_materialization_metadata,
+    metadata_value,
+    recorded_windows,
+)
 from .options import KafkaTableSpec
 from .run import metrics as m
 from .run.lag import source_lag
@@ -44,7 +50,7 @@ from .run.transactions import (
 )
 from .run.windows import window_ranges
 from .run.write import is_exactly_once
-from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
+from .state.checkpoint import OffsetsCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import DagsterInstance
@@ -116,10 +122,6 @@ class CheckScope:
     def exactly_once(self) -> bool:
         """Whether the sink commits the source offsets in its transaction."""
         return is_exactly_once(self.sink)
-
-
-def _value(entry: Any) -> Any:
-    return getattr(entry, "value", entry)
 
 
 @dataclass(frozen=True)
@@ -270,12 +272,12 @@ class DirtyDataCheck(KafkaAssetCheck):
                 )
             limits = [t.spec.error_tolerance_max_count for t in scope.sources.values()]
             figures["all sources"] = {
-                "records": int(_value(last[m.NUM_RECORDS_IN.name])),
-                "dirty": int(_value(last.get(m.DIRTY_RECORDS.name, 0))),
+                "records": int(metadata_value(last[m.NUM_RECORDS_IN.name])),
+                "dirty": int(metadata_value(last.get(m.DIRTY_RECORDS.name, 0))),
                 "dead_letter_topic": None,
                 "max_count": min((x for x in limits if x >= 0), default=-1),
             }
-            samples.extend(_value(last.get(m.DIRTY_SAMPLES)) or [])
+            samples.extend(metadata_value(last.get(m.DIRTY_SAMPLES)) or [])
         failures: list[str] = []
         for name, f in figures.items():
             ratio = f["dirty"] / f["records"] if f["records"] else 0.0
@@ -382,7 +384,7 @@ class TransactionTimeoutCheck(KafkaAssetCheck):
         if scope.run is not None and scope.run.write_result is not None:
             duration = getattr(scope.run.write_result, "transaction_ms", None)
         elif m.TRANSACTION_DURATION.name in scope.last_metadata:
-            duration = float(_value(scope.last_metadata[m.TRANSACTION_DURATION.name]))
+            duration = float(metadata_value(scope.last_metadata[m.TRANSACTION_DURATION.name]))
         if duration is None:
             return self._result(
                 scope,
@@ -733,7 +735,7 @@ class LateDataCheck(KafkaAssetCheck):
                 description="The asset is not partitioned by time windows: nothing to check.",
                 metadata={},
             )
-        recorded = _recorded_windows(scope.instance, scope.asset_key, self.windows)
+        recorded = recorded_windows(scope.instance, scope.asset_key, self.windows)
         grown: dict[str, int] = {}
         late = {k: n for k, (_, n) in recorded.items() if n}
         for partition_key, (ranges, _) in recorded.items():
@@ -786,34 +788,6 @@ def _split_partition(text: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _recorded_windows(
-    instance: DagsterInstance, key: AssetKey, limit: int
-) -> dict[str, tuple[dict[str, list[int]], int]]:
-    """Each recently materialized window's recorded offset ranges and late records (newest
-    materialization of each partition, at most ``limit`` windows)."""
-    from dagster import AssetRecordsFilter
-
-    records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key), limit=max(limit * 4, 50)
-    ).records
-    found: dict[str, tuple[dict[str, list[int]], int]] = {}
-    for record in records:  # newest first
-        materialization = record.asset_materialization
-        if materialization is None or materialization.partition is None:
-            continue
-        if materialization.partition in found:
-            continue
-        value = materialization.metadata.get(m.WINDOWS)
-        ranges: Any = getattr(value, "data", value) or {}
-        window = ranges.get(materialization.partition)
-        if window is not None:
-            late = _value(materialization.metadata.get(m.LATE_RECORDS.name, 0))
-            found[materialization.partition] = (window, int(late or 0))
-        if len(found) >= limit:
-            break
-    return found
-
-
 def default_checks(
     sources: Mapping[str, KafkaTableSpec], sink: KafkaTableSpec | None
 ) -> list[KafkaAssetCheck]:
@@ -844,22 +818,6 @@ def check_names_are_unique(checks: Sequence[KafkaAssetCheck], asset: str) -> Non
             f"a distinct 'name'.",
             keys=("checks",),
         )
-
-
-def last_materialization_metadata(instance: DagsterInstance, key: AssetKey) -> dict[str, Any]:
-    """Metadata of the asset's last materialization ({} before the first)."""
-    event = instance.get_latest_materialization_event(key)
-    if event is None or event.asset_materialization is None:
-        return {}
-    return dict(event.asset_materialization.metadata)
-
-
-def checkpoint_of(metadata: Mapping[str, Any]) -> OffsetsCheckpoint | None:
-    """The offsets checkpoint recorded in materialization ``metadata``, if any."""
-    value = metadata.get(CHECKPOINT_METADATA_KEY)
-    if value is None:
-        return None
-    return OffsetsCheckpoint.from_json(getattr(value, "data", value))
 
 
 def build_kafka_asset_checks(

@@ -9,8 +9,6 @@ its ``sink.delivery-guarantee`` and records Flink-named metrics in the materiali
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -23,11 +21,12 @@ from dagster import (
 )
 from pydantic import Field, PrivateAttr, field_validator
 
-from .errors import KafkaConnectorError, KafkaOptionsError
-from .options import ROW_KIND, KafkaTableSpec, is_secret
+from .errors import KafkaConnectorError
+from .options import ROW_KIND, KafkaTableSpec
 from .partitions import time_windows
 from .resources import KafkaResource
 from .run import metrics as m
+from .translator import table_spec_from_metadata
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import InitResourceContext
@@ -35,131 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .run import StreamingRun
     from .sink.writer import WriteResult
-
-#: The definition-metadata key that holds an asset's Kafka table declaration.
-TABLE_METADATA_KEY = "kafka/table"
-#: Version of the declaration's JSON layout.
-TABLE_METADATA_VERSION = 1
-_DECLARATION_KEYS = frozenset({"version", "name", "options", "columns", "primary_key"})
-
-
-def _column_json(column: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": column.name, "type": column.type}
-    if column.metadata_key is not None:
-        out["metadata_key"] = column.metadata_key
-    if column.virtual:
-        out["virtual"] = True
-    if column.expression is not None:
-        out["expression"] = column.expression
-    if column.comment is not None:
-        out["comment"] = column.comment
-    return out
-
-
-def kafka_table_metadata(spec: KafkaTableSpec) -> dict[str, Any]:
-    """Asset metadata that attaches the Kafka table ``spec`` to an asset for ``KafkaIOManager``.
-
-    Use it on ``@asset(metadata=...)`` (the asset's output is written to the table) or on an
-    ``AssetSpec`` of an external topic (downstream assets load the table). The declaration holds
-    the options, columns and primary key as JSON and is shown in the Dagster UI, so secret
-    options are refused: set them on ``KafkaResource.properties`` (e.g. from ``EnvVar``).
-
-    Example:
-        >>> orders = KafkaTableSpec.from_options(
-        ...     {"connector": "kafka", "topic": "orders", "format": "json",
-        ...      "scan.startup.mode": "earliest-offset"},
-        ...     columns=[{"name": "order_id", "type": "BIGINT"}],
-        ... )
-        >>> spec = AssetSpec("orders", metadata=kafka_table_metadata(orders))  # doctest: +SKIP
-
-    Raises:
-        KafkaOptionsError: the table sets a secret option (password, JAAS configuration, ...).
-    """
-    secrets = sorted(k for k in spec.options if is_secret(k))
-    if secrets:
-        raise KafkaOptionsError(
-            f"Table {spec.name or spec.topics or spec.topic_pattern!r} sets secret option(s) "
-            f"{', '.join(repr(k) for k in secrets)}, which asset metadata would show in the "
-            f"Dagster UI; set them on KafkaResource.properties (without the 'properties.' "
-            f"prefix, e.g. from EnvVar) instead.",
-            keys=tuple(secrets),
-        )
-    declaration: dict[str, Any] = {
-        "version": TABLE_METADATA_VERSION,
-        "options": dict(sorted(spec.options.items())),
-        "columns": [_column_json(c) for c in spec.columns],
-        "primary_key": list(spec.primary_key),
-    }
-    if spec.name is not None:
-        declaration["name"] = spec.name
-    return {TABLE_METADATA_KEY: MetadataValue.json(declaration)}
-
-
-def table_spec_from_metadata(
-    metadata: Mapping[str, Any] | None, asset: str, *, role: str | None = None
-) -> KafkaTableSpec:
-    """Rebuild the Kafka table declared in an asset's metadata by :func:`kafka_table_metadata`.
-
-    Args:
-        metadata: the asset's definition metadata.
-        asset: the asset's name, for messages (and the table name when the declaration has none).
-        role: ``"source"`` or ``"sink"``: the direction the table is used in.
-
-    Raises:
-        KafkaOptionsError: naming the asset, when the declaration is missing or invalid.
-    """
-    value = (metadata or {}).get(TABLE_METADATA_KEY)
-    if value is None:
-        raise KafkaOptionsError(
-            f"Asset {asset!r} has no Kafka table declaration: KafkaIOManager needs its metadata "
-            f"to hold {TABLE_METADATA_KEY!r}; add metadata=kafka_table_metadata(table) to the "
-            f"asset (or to its AssetSpec)."
-        )
-    data = getattr(value, "data", value)
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise KafkaOptionsError(
-                f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} is not valid JSON ({exc})."
-            ) from None
-    if not isinstance(data, Mapping) or not isinstance(data.get("options"), Mapping):
-        raise KafkaOptionsError(
-            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} must be a mapping with an "
-            f"'options' mapping, as kafka_table_metadata(table) builds it."
-        )
-    version = data.get("version", TABLE_METADATA_VERSION)
-    if version != TABLE_METADATA_VERSION:
-        raise KafkaOptionsError(
-            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} has version {version!r}; this "
-            f"library reads version {TABLE_METADATA_VERSION}. Rebuild it with "
-            f"kafka_table_metadata(table)."
-        )
-    unknown = sorted(str(k) for k in data if k not in _DECLARATION_KEYS)
-    if unknown:
-        raise KafkaOptionsError(
-            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} has unknown field(s) "
-            f"{', '.join(unknown)}; allowed: {', '.join(sorted(_DECLARATION_KEYS))}."
-        )
-    columns = data.get("columns") or []
-    primary_key = data.get("primary_key") or []
-    if not isinstance(columns, list) or not isinstance(primary_key, list):
-        raise KafkaOptionsError(
-            f"Asset {asset!r}: 'columns' and 'primary_key' of metadata {TABLE_METADATA_KEY!r} "
-            f"must be lists."
-        )
-    try:
-        return KafkaTableSpec.from_options(
-            data["options"],
-            columns=columns,
-            primary_key=[str(k) for k in primary_key],
-            role=role,
-            name=str(data.get("name") or asset),
-        )
-    except KafkaOptionsError as exc:
-        raise KafkaOptionsError(
-            f"Asset {asset!r}: invalid Kafka table declaration: {exc}", keys=exc.keys
-        ) from None
 
 
 def _is_spark_dataframe(obj: Any) -> bool:
@@ -228,14 +102,13 @@ class KafkaIOManager(ConfigurableIOManager):
         return self.pyspark.spark_session  # type: ignore[attr-defined,no-any-return]
 
     def _run(self, log: Any, **kwargs: Any) -> StreamingRun:
-        from .run import StreamingRun
+        from .materialization import table_run
 
-        return StreamingRun(
-            spark=self._spark_session(),
-            defaults=self.kafka.connection_defaults(),
-            checkpoint=None,
+        return table_run(
+            self._spark_session(),
+            self.kafka,
+            log,
             max_records_per_split=self.max_records_per_split,
-            log=log,
             **kwargs,
         )
 
@@ -314,7 +187,7 @@ class KafkaIOManager(ConfigurableIOManager):
         context.add_output_metadata(out)
 
     def _write(self, run: StreamingRun, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
-        """The one place output reaches Kafka, with the table's ``sink.delivery-guarantee``.
+        """An output reaches Kafka here, with the table's ``sink.delivery-guarantee``.
 
         ``none`` and ``at-least-once`` go through the writer tasks. For ``exactly-once``,
         ``write`` first fences the asset's previous transactional producer, then produces and

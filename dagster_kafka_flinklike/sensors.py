@@ -54,8 +54,9 @@ from ._sensor_retries import (
     decide,
     skip_reason,
 )
-from .asset_decorator import latest_checkpoint, streaming_tables
 from .errors import KafkaOptionsError
+from .history import latest_checkpoint
+from .materialization import streaming_tables
 from .options import DeliveryGuarantee, KafkaTableSpec
 from .run import KafkaClients, ResolvedTable
 from .run import metrics as m

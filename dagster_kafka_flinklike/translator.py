@@ -2,34 +2,29 @@
 
 ``KafkaTranslator.get_asset_spec(table)`` is the one override point, as in dagster-sling and
 dagster-dbt: a streaming asset depends on the specs of its source tables, the source topics are
-external observable assets (:func:`build_kafka_source_assets`), and the sink topic is what the
-streaming asset materializes, so the asset graph reads topic → asset → topic. A table whose
+external observable assets (:func:`~.source_assets.build_kafka_source_assets`), and the sink
+topic is what the streaming asset materializes, so the asset graph reads topic → asset → topic. A table whose
 asset key equals a streaming asset's key (by default: the table's name and the asset's name)
-is that asset, so a pipeline of streaming assets links up.
+is that asset, so a pipeline of streaming assets links up. A table can also travel in an
+asset's metadata (:func:`kafka_table_metadata`), for ``KafkaIOManager``. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import re
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from dagster import (
     AssetKey,
-    AssetsDefinition,
     AssetSpec,
-    BetaWarning,
-    DataVersion,
     MetadataValue,
-    ObserveResult,
     TableColumn,
     TableSchema,
-    multi_observable_source_asset,
 )
 
-from .errors import KafkaConnectorError
+from .errors import KafkaOptionsError
 from .options import KafkaTableSpec, is_secret
 
 #: Dagster's standard metadata keys the translator fills.
@@ -75,6 +70,132 @@ def table_metadata(table: KafkaTableSpec) -> dict[str, Any]:
     return out
 
 
+#: The definition-metadata key that holds an asset's Kafka table declaration.
+TABLE_METADATA_KEY = "kafka/table"
+#: Version of the declaration's JSON layout.
+TABLE_METADATA_VERSION = 1
+_DECLARATION_KEYS = frozenset({"version", "name", "options", "columns", "primary_key"})
+
+
+def _column_json(column: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": column.name, "type": column.type}
+    if column.metadata_key is not None:
+        out["metadata_key"] = column.metadata_key
+    if column.virtual:
+        out["virtual"] = True
+    if column.expression is not None:
+        out["expression"] = column.expression
+    if column.comment is not None:
+        out["comment"] = column.comment
+    return out
+
+
+def kafka_table_metadata(spec: KafkaTableSpec) -> dict[str, Any]:
+    """Asset metadata that attaches the Kafka table ``spec`` to an asset for ``KafkaIOManager``.
+
+    Use it on ``@asset(metadata=...)`` (the asset's output is written to the table) or on an
+    ``AssetSpec`` of an external topic (downstream assets load the table). The declaration holds
+    the options, columns and primary key as JSON and is shown in the Dagster UI, so secret
+    options are refused: set them on ``KafkaResource.properties`` (e.g. from ``EnvVar``).
+
+    Example:
+        >>> orders = KafkaTableSpec.from_options(
+        ...     {"connector": "kafka", "topic": "orders", "format": "json",
+        ...      "scan.startup.mode": "earliest-offset"},
+        ...     columns=[{"name": "order_id", "type": "BIGINT"}],
+        ... )
+        >>> spec = AssetSpec("orders", metadata=kafka_table_metadata(orders))  # doctest: +SKIP
+
+    Raises:
+        KafkaOptionsError: the table sets a secret option (password, JAAS configuration, ...).
+    """
+    secrets = sorted(k for k in spec.options if is_secret(k))
+    if secrets:
+        raise KafkaOptionsError(
+            f"Table {spec.name or spec.topics or spec.topic_pattern!r} sets secret option(s) "
+            f"{', '.join(repr(k) for k in secrets)}, which asset metadata would show in the "
+            f"Dagster UI; set them on KafkaResource.properties (without the 'properties.' "
+            f"prefix, e.g. from EnvVar) instead.",
+            keys=tuple(secrets),
+        )
+    declaration: dict[str, Any] = {
+        "version": TABLE_METADATA_VERSION,
+        "options": dict(sorted(spec.options.items())),
+        "columns": [_column_json(c) for c in spec.columns],
+        "primary_key": list(spec.primary_key),
+    }
+    if spec.name is not None:
+        declaration["name"] = spec.name
+    return {TABLE_METADATA_KEY: MetadataValue.json(declaration)}
+
+
+def table_spec_from_metadata(
+    metadata: Mapping[str, Any] | None, asset: str, *, role: str | None = None
+) -> KafkaTableSpec:
+    """Rebuild the Kafka table declared in an asset's metadata by :func:`kafka_table_metadata`.
+
+    Args:
+        metadata: the asset's definition metadata.
+        asset: the asset's name, for messages (and the table name when the declaration has none).
+        role: ``"source"`` or ``"sink"``: the direction the table is used in.
+
+    Raises:
+        KafkaOptionsError: naming the asset, when the declaration is missing or invalid.
+    """
+    value = (metadata or {}).get(TABLE_METADATA_KEY)
+    if value is None:
+        raise KafkaOptionsError(
+            f"Asset {asset!r} has no Kafka table declaration: KafkaIOManager needs its metadata "
+            f"to hold {TABLE_METADATA_KEY!r}; add metadata=kafka_table_metadata(table) to the "
+            f"asset (or to its AssetSpec)."
+        )
+    data = getattr(value, "data", value)
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise KafkaOptionsError(
+                f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} is not valid JSON ({exc})."
+            ) from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("options"), Mapping):
+        raise KafkaOptionsError(
+            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} must be a mapping with an "
+            f"'options' mapping, as kafka_table_metadata(table) builds it."
+        )
+    version = data.get("version", TABLE_METADATA_VERSION)
+    if version != TABLE_METADATA_VERSION:
+        raise KafkaOptionsError(
+            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} has version {version!r}; this "
+            f"library reads version {TABLE_METADATA_VERSION}. Rebuild it with "
+            f"kafka_table_metadata(table)."
+        )
+    unknown = sorted(str(k) for k in data if k not in _DECLARATION_KEYS)
+    if unknown:
+        raise KafkaOptionsError(
+            f"Asset {asset!r}: metadata {TABLE_METADATA_KEY!r} has unknown field(s) "
+            f"{', '.join(unknown)}; allowed: {', '.join(sorted(_DECLARATION_KEYS))}."
+        )
+    columns = data.get("columns") or []
+    primary_key = data.get("primary_key") or []
+    if not isinstance(columns, list) or not isinstance(primary_key, list):
+        raise KafkaOptionsError(
+            f"Asset {asset!r}: 'columns' and 'primary_key' of metadata {TABLE_METADATA_KEY!r} "
+            f"must be lists."
+        )
+    try:
+        return KafkaTableSpec.from_options(
+            data["options"],
+            columns=columns,
+            primary_key=[str(k) for k in primary_key],
+            role=role,
+            name=str(data.get("name") or asset),
+        )
+    except KafkaOptionsError as exc:
+        raise KafkaOptionsError(
+            f"Asset {asset!r}: invalid Kafka table declaration: {exc}", keys=exc.keys
+        ) from None
+
+
 class KafkaTranslator:
     """Maps a Kafka table to the Dagster asset that stands for its topic.
 
@@ -94,8 +215,6 @@ class KafkaTranslator:
         """The asset of ``table``'s topic: key (the table's name, else its topic or a
         sanitized topic pattern), kind ``kafka``, standard table metadata and, when the table
         sets no secret option, its declaration (so ``KafkaIOManager`` can load it)."""
-        from .io_manager import kafka_table_metadata
-
         if table.name:
             key = AssetKey([table.name])
         elif table.topic_pattern is not None:
@@ -129,97 +248,4 @@ def streaming_asset_attributes(spec: AssetSpec) -> dict[str, Any]:
     }
 
 
-def _digest(offsets: Mapping[str, int]) -> str:
-    text = ",".join(f"{k}={v}" for k, v in sorted(offsets.items()))
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def build_kafka_source_assets(
-    assets: Sequence[AssetsDefinition],
-    *,
-    translator: KafkaTranslator | None = None,
-    kafka_resource_key: str = "kafka",
-    name: str = "kafka_source_topics",
-    group_name: str | None = None,
-) -> list[AssetsDefinition]:
-    """External, observable assets for the source topics of streaming ``assets``.
-
-    One asset per distinct source table that none of ``assets`` materializes (a table another
-    streaming asset writes is that asset). Observing one records its partitions, end offsets and
-    record count, with the end offsets as the data version, so the UI shows when a topic got new
-    data. ``group_name`` puts the topics whose spec names no group into that group.
-
-    Example:
-        >>> defs = Definitions(assets=[channel_revenue,  # doctest: +SKIP
-        ...                            *build_kafka_source_assets([channel_revenue])])
-
-    Raises:
-        KafkaConnectorError: an asset was not built by ``@kafka_streaming_asset``.
-    """
-    from .asset_decorator import streaming_tables
-
-    translator = translator or KafkaTranslator()
-    produced = {key for a in assets for key in a.keys}
-    tables: dict[AssetKey, KafkaTableSpec] = {}
-    for asset in assets:
-        for spec in streaming_tables(asset).sources.values():
-            key = translator.get_asset_spec(spec).key
-            if key not in produced:
-                tables.setdefault(key, spec)
-    if not tables:
-        return []
-    specs = [translator.get_asset_spec(spec) for spec in tables.values()]
-    if group_name is not None:
-        specs = [s if s.group_name else s.replace_attributes(group_name=group_name) for s in specs]
-
-    with warnings.catch_warnings():  # observable external assets are "beta" in Dagster 1.13
-        warnings.simplefilter("ignore", BetaWarning)
-        decorate = multi_observable_source_asset(
-            specs=specs, name=name, can_subset=True, required_resource_keys={kafka_resource_key}
-        )
-
-    @decorate
-    def _observe(context):  # type: ignore[no-untyped-def]
-        # (unannotated: Dagster checks the annotation's object, and annotations are strings)
-        from .run import KafkaClients
-
-        kafka = getattr(context.resources, kafka_resource_key)
-        clients = KafkaClients(timeout_s=15.0)
-        for key in sorted(context.selected_asset_keys, key=str):
-            yield observe_topic(key, tables[key], kafka, clients)
-
-    return [_observe]
-
-
-def observe_topic(key: AssetKey, table: KafkaTableSpec, kafka: Any, clients: Any) -> ObserveResult:
-    """An observation of a source topic: partitions, end offsets, records, data version.
-
-    Raises:
-        KafkaConnectorError: the cluster did not answer (the observation fails with why).
-    """
-    try:
-        resolved = kafka.resolve(table)
-        admin = clients.admin(resolved)
-        found = admin.discover(table.topics, table.topic_pattern)
-        partitions = [(t, p) for t, n in found.items() for p in range(n)]
-        ends = admin.end_offsets(partitions)
-        starts = admin.beginning_offsets(partitions)
-    except KafkaConnectorError:
-        raise
-    except Exception as exc:
-        raise KafkaConnectorError(
-            f"Could not observe Kafka table {table_label(table)!r}: {exc}"
-        ) from exc
-    end_offsets = {f"{t}-{p}": o for (t, p), o in sorted(ends.items())}
-    return ObserveResult(
-        asset_key=key,
-        metadata={
-            "partitions": len(partitions),
-            "records": sum(ends[tp] - starts[tp] for tp in partitions),
-            "endOffsets": MetadataValue.json(end_offsets),
-        },
-        data_version=DataVersion(_digest(end_offsets)),
-    )
-
-
-__all__ = ["KafkaTranslator", "build_kafka_source_assets"]
+__all__ = ["KafkaTranslator", "kafka_table_metadata"]

@@ -9,9 +9,9 @@ asset and carries the Kafka checks that apply without a sink table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckKey,
@@ -19,40 +19,37 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Definitions,
-    MaterializeResult,
     MetadataValue,
     TableColumn,
     TableSchema,
     multi_asset,
 )
 
-from ..asset_decorator import (
-    StreamingTables,
-    attach_streaming_tables,
-    checks_alone,
-    latest_checkpoint,
-    materialization_metadata,
-    saved_schemas,
-)
 from ..checks import (
-    CheckScope,
-    CommitGate,
     ConsumerLagCheck,
     DirtyDataCheck,
     KafkaAssetCheck,
     check_names_are_unique,
     default_checks,
-    evaluate_checks,
 )
-from ..errors import BlockingCheckError, KafkaOptionsError, SchemaRegistryClientError
+from ..errors import KafkaOptionsError
+from ..history import saved_schemas
 from ..ingestion import DataIngestionPipeline, IngestionResult, IngestionRun, parse_data_ingestion
+from ..materialization import (
+    KafkaMaterialization,
+    RunOutput,
+    StreamingTables,
+    attach_streaming_tables,
+)
 from ..options import redact
-from ..run import metrics as m
 from ..run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
 from ..sensors import build_kafka_discovery_sensors
-from ..state.checkpoint import OffsetsCheckpoint
-from ..translator import ROW_COUNT, KafkaTranslator, build_kafka_source_assets
+from ..source_assets import build_kafka_source_assets
+from ..translator import KafkaTranslator
 from .flink_sql import identifier
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..run import StreamingRun
 
 __all__ = ["build_data_ingestion_definitions"]
 
@@ -109,64 +106,19 @@ def _checks(
     return attached
 
 
-def _run(
-    context: Any,
-    pipeline: DataIngestionPipeline,
-    key: AssetKey,
-    tables: StreamingTables,
-    selected: Sequence[KafkaAssetCheck],
-    spark: Any,
-) -> Iterator[Any]:
-    from ..run import StreamingRun
+def _body(
+    context: Any, pipeline: DataIngestionPipeline, key: AssetKey
+) -> Callable[[StreamingRun], RunOutput]:
+    """The pipeline's part of a run: read, decode, transform, route and write every table;
+    its routing, topics, tables and schemas as metadata."""
 
-    kafka = getattr(context.resources, tables.kafka_resource_key)
-    name = key.to_user_string()
+    def body(run: StreamingRun) -> RunOutput:
+        saved = saved_schemas(context.instance, key)
+        result = IngestionRun(pipeline, run, saved).execute()
+        context.log.info(f"Data ingestion {key.to_user_string()!r}: {result.routing()}")
+        return RunOutput(metadata=_result_metadata(result, saved))
 
-    def scope(run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> CheckScope:
-        return CheckScope(
-            asset_key=key,
-            sources={n: r.table for n, r in run.sources.items()},
-            sink=None,
-            clients=run.clients,
-            checkpoint=checkpoint,
-            run=run,
-            tables=tables,
-            instance=context.instance,
-        )
-
-    gate = CommitGate(selected, key, lambda run: scope(run, None))
-    run = StreamingRun(
-        spark=spark,
-        defaults=kafka.connection_defaults(),
-        checkpoint=latest_checkpoint(context.instance, key),
-        min_splits=pipeline.parallelism,
-        sink=pipeline.sink.spec,
-        asset_name=name,
-        log=context.log,
-        gate=gate,
-    )
-    saved = saved_schemas(context.instance, key)
-    ingestion = IngestionRun(pipeline, run, saved)
-    try:
-        result = ingestion.execute()
-        checkpoint = run.commit()
-        metadata = {**materialization_metadata(run, checkpoint), **_result_metadata(result, saved)}
-        metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
-        context.log.info(f"Data ingestion {name!r}: {result.routing()}")
-        yield MaterializeResult(asset_key=key, metadata=metadata)
-        yield from gate.results
-        yield from evaluate_checks(gate.after_commit, key, lambda: scope(run, checkpoint))
-    except BlockingCheckError:
-        yield from gate.results  # the failed check, recorded as the run fails
-        raise
-    except Exception as exc:  # a Spark task's registry failure, as our error
-        registry = SchemaRegistryClientError.raised_in_task(exc)
-        if registry is None:
-            raise
-        raise registry from exc
-    finally:
-        ingestion.close()
-        run.close()
+    return body
 
 
 def _description(pipeline: DataIngestionPipeline) -> str:
@@ -255,12 +207,16 @@ def build_data_ingestion_definitions(
     def _ingest(context):  # type: ignore[no-untyped-def]
         # (unannotated: Dagster checks the annotation's object, and annotations are strings)
         selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
-        kafka = getattr(context.resources, kafka_resource_key)
-        if key not in context.selected_asset_keys:  # only checks: no data is read
-            yield from checks_alone(kafka, key, tables, selected, context.instance)
-            return
-        spark = getattr(context.resources, spark_resource_key).spark_session
-        yield from _run(context, parsed, key, tables, selected, spark)
+        materialization = KafkaMaterialization(
+            context,
+            key,
+            tables,
+            selected,
+            spark_resource_key=spark_resource_key,
+            min_splits=parsed.parallelism,
+            writes_with=parsed.sink.spec,
+        )
+        yield from materialization.events(_body(context, parsed, key))
 
     attach_streaming_tables(_ingest, tables)
     extra: list[AssetsDefinition] = (

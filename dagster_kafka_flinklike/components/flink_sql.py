@@ -28,8 +28,9 @@ from ..asset_decorator import kafka_streaming_asset
 from ..checks import KafkaAssetCheck
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
+from ..source_assets import build_kafka_source_assets
 from ..sql.pipeline import FlinkSqlPipeline, RunMode, SqlInsert, plan_flink_sql
-from ..translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+from ..translator import KafkaTranslator, streaming_asset_attributes
 
 __all__ = [
     "MAX_END_OFFSET",

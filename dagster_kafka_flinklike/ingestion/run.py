@@ -67,9 +67,9 @@ class IngestionRun:
         run: the run cycle (its checkpoint, connection defaults, Spark session, log).
         saved: the schemas the last run kept, by table id (``str(TableId)``).
 
+    The frames it caches are released when ``run`` closes.
+
     Example:
-        >>> run = StreamingRun(spark, defaults, sink=pipeline.sink.spec,  # doctest: +SKIP
-        ...                    asset_name="orders_ingestion")
         >>> result = IngestionRun(pipeline, run).execute()  # doctest: +SKIP
         >>> checkpoint = run.commit()  # doctest: +SKIP
     """
@@ -86,6 +86,7 @@ class IngestionRun:
         self.run = run
         self.saved = dict(saved or {})
         self.tables = DecodedTables()
+        run.on_close(self.close)
 
     def _decode(
         self, table: ResolvedTable, raw: DataFrame, admin: KafkaAdmin, plan: SourcePlan
@@ -147,5 +148,5 @@ class IngestionRun:
             )
 
     def close(self) -> None:
-        """Release the run's cached frames (the caller closes the :class:`StreamingRun`)."""
+        """Release the run's cached frames (done when the :class:`StreamingRun` closes)."""
         self.tables.release()

@@ -141,6 +141,7 @@ class StreamingRun:
     started: float = field(default_factory=time.monotonic)
     _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
     _gated: bool = field(default=False, init=False, repr=False)
+    _releases: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
 
     @property
     def window(self) -> TimeWindow | None:
@@ -424,10 +425,20 @@ class StreamingRun:
         stops = {name: read.plan.stops for name, read in self.sources.items()}
         return next_checkpoint(self.checkpoint, stops)
 
+    def on_close(self, release: Callable[[], None]) -> None:
+        """Call ``release`` when the run closes: a decoder's cached frames, which the commit
+        (dead letters, statistics) may still read."""
+        self._releases.append(release)
+
     def close(self) -> None:
-        """Release the transactional producer (a run caches no data)."""
-        if self.transaction is not None:
-            self.transaction.close()
+        """Release the transactional producer and what was registered with :meth:`on_close`
+        (the run itself caches no data)."""
+        try:
+            while self._releases:
+                self._releases.pop()()
+        finally:
+            if self.transaction is not None:
+                self.transaction.close()
 
     def metadata(self) -> dict[str, Any]:
         """The run's metrics under their Flink names (:mod:`.metrics`), for metadata.

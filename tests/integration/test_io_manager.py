@@ -20,11 +20,8 @@ from dagster import (
 )
 
 from dagster_kafka_flinklike import KafkaOptionsError, KafkaResource, KafkaTableSpec, SparkResource
-from dagster_kafka_flinklike.io_manager import (
-    TABLE_METADATA_KEY,
-    KafkaIOManager,
-    kafka_table_metadata,
-)
+from dagster_kafka_flinklike.io_manager import KafkaIOManager
+from dagster_kafka_flinklike.translator import TABLE_METADATA_KEY, kafka_table_metadata
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import consume_all, produce
 

@@ -26,7 +26,7 @@ from dagster_kafka_flinklike import (
     KafkaTableSpec,
     build_flink_sql_definitions,
 )
-from dagster_kafka_flinklike.asset_decorator import streaming_tables
+from dagster_kafka_flinklike.materialization import streaming_tables
 from dagster_kafka_flinklike.components.kafka_pipeline.schema import AssetModel
 
 TYPE = "dagster_kafka_flinklike.KafkaPipelineComponent"

@@ -55,9 +55,10 @@ from ...errors import FlinkSqlError, KafkaComponentError, KafkaOptionsError
 from ...options import REDACTED, KafkaTableSpec
 from ...resources import KafkaResource
 from ...sensors import build_kafka_discovery_sensors, build_kafka_new_data_sensor
+from ...source_assets import build_kafka_source_assets
 from ...spark import SparkResource, local_spark_config
 from ...sql import CreateTable, parse_flink_sql
-from ...translator import KafkaTranslator, build_kafka_source_assets, streaming_asset_attributes
+from ...translator import KafkaTranslator, streaming_asset_attributes
 from ..data_ingestion import build_data_ingestion_definitions
 from ..flink_sql import build_flink_sql_definitions, identifier
 from .scaffolder import KafkaPipelineScaffolder

@@ -1,0 +1,392 @@
+"""A Dagster materialization of Kafka tables: the one driver every front end goes through.
+
+A streaming asset (``@kafka_streaming_asset``, and through it Flink SQL scripts, the
+``KafkaPipelineComponent`` and ``dkf sql run``), a data-ingestion pipeline and
+``KafkaResource.run`` in a ``@multi_asset`` of your own all materialize through
+:class:`KafkaMaterialization`: it reads the asset's past from the instance (the last
+checkpoint, the inferred schemas), builds the :class:`~.run.StreamingRun` (time windows, offset
+batches, the blocking checks that gate the commit), runs the front end's body over it, commits,
+and yields the ``MaterializeResult`` (or ``Output``), then the checks' results. The IO manager's
+inputs and outputs run through :func:`table_run`. Nothing else builds a ``StreamingRun``.
+
+The asset's Kafka tables (:class:`StreamingTables`) are recorded on the asset, so sensors,
+standalone checks and source assets built from the asset find them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    DynamicPartitionsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    TableColumn,
+    TableSchema,
+    TimeWindowPartitionsDefinition,
+)
+
+from .checks import CHECK_TIMEOUT_S, CheckScope, CommitGate, KafkaAssetCheck, evaluate_checks
+from .errors import BlockingCheckError, KafkaConnectorError, SchemaRegistryClientError
+from .history import latest_checkpoint, saved_schemas
+from .options import KafkaTableSpec
+from .partitions import time_windows
+from .run import metrics as m
+from .run.batches import parse_batch_key
+from .run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
+from .run.windows import TimeWindow, TimeWindows
+from .source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT
+from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
+from .translator import ROW_COUNT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dagster import DagsterInstance
+    from pyspark.sql import SparkSession
+
+    from .run import StreamingRun
+
+__all__ = [
+    "KafkaMaterialization",
+    "RunOutput",
+    "StreamingTables",
+    "attach_streaming_tables",
+    "checks_alone",
+    "materialization_metadata",
+    "streaming_tables",
+    "table_run",
+]
+
+_TABLES_ATTRIBUTE = "__dagster_kafka_flinklike_tables__"
+
+
+@dataclass(frozen=True)
+class StreamingTables:
+    """The Kafka tables of a streaming asset, for sensors and checks built from the asset."""
+
+    sources: Mapping[str, KafkaTableSpec]
+    sink: KafkaTableSpec | None
+    kafka_resource_key: str
+    checks: tuple[KafkaAssetCheck, ...] = ()
+    #: The asset's time-window partitions (runs read windows of record timestamps), if any.
+    partitions_def: TimeWindowPartitionsDefinition | None = None
+    #: How late a record may arrive and still be read with its window.
+    lateness_ms: int = 0
+    #: How long before its window a partition run reads too (hopping windows).
+    lookback_ms: int = 0
+    #: The asset's offset batches (dynamic partitions naming exact offset ranges), if any.
+    offset_batches: DynamicPartitionsDefinition | None = None
+    #: False: every run reads from the startup position, not from the last checkpoint.
+    from_checkpoint: bool = True
+
+    def window(self, key: str) -> TimeWindow:
+        """The time window of partition ``key`` (with the allowed lateness and lookback)."""
+        return self.run_windows([key]).window(key)
+
+    def run_windows(self, keys: Sequence[str]) -> TimeWindows:
+        """The time windows a run over partitions ``keys`` (consecutive) reads."""
+        assert self.partitions_def is not None
+        return time_windows(self.partitions_def, keys, self.lateness_ms, self.lookback_ms)
+
+
+def attach_streaming_tables(asset: AssetsDefinition, tables: StreamingTables) -> None:
+    """Record ``tables`` on an asset that runs over Kafka tables without
+    ``@kafka_streaming_asset``, so sensors, checks and source assets find them."""
+    compute: Any = asset.op.compute_fn
+    setattr(compute.decorated_fn, _TABLES_ATTRIBUTE, tables)
+
+
+def streaming_tables(asset: AssetsDefinition) -> StreamingTables:
+    """The Kafka tables of an asset built by :func:`kafka_streaming_asset`.
+
+    Raises:
+        KafkaConnectorError: the asset was not built by ``@kafka_streaming_asset``.
+    """
+    compute = getattr(getattr(asset, "node_def", None), "compute_fn", None)
+    found = getattr(getattr(compute, "decorated_fn", None), _TABLES_ATTRIBUTE, None)
+    if not isinstance(found, StreamingTables):
+        raise KafkaConnectorError(
+            f"Asset {asset.key.to_user_string()!r} was not built by @kafka_streaming_asset; "
+            f"give its Kafka tables explicitly."
+        )
+    return found
+
+
+def _schema_metadata(run: StreamingRun) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, read in run.sources.items():
+        if read.schema is None:
+            continue
+        columns = [TableColumn(n, t) for n, t in read.schema.to_json().items()]
+        out[SCHEMA_METADATA_PREFIX + name] = MetadataValue.table_schema(TableSchema(columns))
+        changes = [str(c) for c in read.schema.changes]
+        changes += [f"refused (incompatible): {c}" for c in read.schema.refused]
+        if changes:
+            out[CHANGES_METADATA_PREFIX + name] = MetadataValue.json(changes)
+    return out
+
+
+def materialization_metadata(
+    run: StreamingRun, checkpoint: OffsetsCheckpoint | None
+) -> dict[str, Any]:
+    """A finished run's metadata: its metrics, the new checkpoint, dirty-record samples and
+    inferred schemas."""
+    out = _metadata_values(run.metadata())
+    if checkpoint is not None:
+        out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
+    samples = [s for r in run.sources.values() for s in r.dirty.samples]
+    if samples:
+        out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
+    out.update(_schema_metadata(run))
+    return out
+
+
+def _metadata_values(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """Figures as Dagster metadata: mappings and lists as JSON."""
+    return {
+        k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in figures.items()
+    }
+
+
+#: What a run over several time windows records once for all of them (under :data:`m.RUN`).
+_RUN_FIGURES = frozenset([*(x.name for x in m.METRICS), m.OFFSETS, ROW_COUNT])
+#: What each window of such a run records of its own only (not repeated on every window).
+_WINDOW_ONLY = frozenset([m.WINDOWS, m.WINDOW_NOTES])
+
+
+def record_windows_apart(
+    context: Any, key: AssetKey, run: StreamingRun, metadata: dict[str, Any]
+) -> dict[str, Any]:
+    """A run over several time windows (a single-run backfill) records each window's own figures
+    on its partition's materialization (``add_asset_metadata`` per partition key), as a run over
+    it alone would, and its own figures (totals, output, transaction, duration) once under
+    :data:`m.RUN` on each, so that no window shows another's or the run's. Returns the metadata
+    every window gets; a run over one window or none keeps ``metadata`` as it is.
+    """
+    by_window = run.window_metadata()
+    if len(by_window) < 2:
+        return metadata
+    figures = {k: getattr(v, "value", v) for k, v in metadata.items() if k in _RUN_FIGURES}
+    out = {k: v for k, v in metadata.items() if k not in _RUN_FIGURES | _WINDOW_ONLY}
+    keys = list(by_window)
+    out[m.RUN] = MetadataValue.json(
+        {"partitionRange": [keys[0], keys[-1]], "partitionCount": len(keys), **figures}
+    )
+    for partition, own in by_window.items():
+        context.add_asset_metadata(_metadata_values(own), asset_key=key, partition_key=partition)
+    return out
+
+
+def checks_alone(
+    kafka: Any,
+    key: AssetKey,
+    tables: StreamingTables,
+    selected: Sequence[KafkaAssetCheck],
+    instance: DagsterInstance,
+) -> Iterator[Any]:
+    """The ``selected`` checks of asset ``key`` evaluated without a run (only checks were
+    selected), over its tables and its last materialization."""
+    from .run import KafkaClients
+
+    def scope() -> CheckScope:
+        return CheckScope(
+            asset_key=key,
+            sources={n: kafka.resolve(s, n) for n, s in tables.sources.items()},
+            sink=kafka.resolve(tables.sink, key.to_user_string()) if tables.sink else None,
+            clients=KafkaClients(timeout_s=CHECK_TIMEOUT_S),
+            checkpoint=None,
+            tables=tables,
+            instance=instance,
+        )
+
+    yield from evaluate_checks(selected, key, scope, instance)
+
+
+@dataclass
+class RunOutput:
+    """What a front end's body gives back to :meth:`KafkaMaterialization.events`."""
+
+    #: The asset's output value (an asset without a Kafka sink hands its DataFrame to its IO
+    #: manager).
+    value: Any = None
+    #: Metadata of the front end's own, added to the run's.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: A front end's part of a run: reads its sources, runs its query and writes (``run.read``,
+#: ``run.write``); the driver commits.
+RunBody = Callable[["StreamingRun"], RunOutput | None]
+
+
+class KafkaMaterialization:
+    """One Dagster materialization of an asset over Kafka tables, as Dagster events.
+
+    ``events(body)`` builds the run from the asset's tables and the execution context (the
+    last checkpoint, or a time window, or an offset batch), calls ``body`` with it, commits,
+    and yields the ``MaterializeResult`` (or, with ``output_name``, an ``Output`` of the
+    body's value), the checks decided before the commit and those evaluated after it. A run
+    that selects only the asset's checks evaluates them alone, without reading data. A run
+    that fails records nothing (its checkpoint stays); a blocking check that fails before the
+    commit fails it with its result recorded. ``writes_with`` is the table whose client and
+    delivery guarantee the run writes with when the asset has no sink table of its own (a
+    data-ingestion pipeline writes many topics).
+
+    Example:
+        >>> materialization = KafkaMaterialization(context, key, tables, checks)  # doctest: +SKIP
+        >>> yield from materialization.events(lambda run: run.write(sink, query(run.read(
+        ...     "orders", orders))))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        context: Any,
+        key: AssetKey,
+        tables: StreamingTables,
+        checks: Sequence[KafkaAssetCheck] = (),
+        *,
+        spark_resource_key: str = "pyspark",
+        output_name: str | None = None,
+        max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT,
+        min_splits: int | None = None,
+        writes_with: KafkaTableSpec | None = None,
+    ) -> None:
+        self.context = context
+        self.key = key
+        self.tables = tables
+        self.checks = list(checks)
+        self.spark_resource_key = spark_resource_key
+        self.output_name = output_name
+        self.max_records_per_split = max_records_per_split
+        self.min_splits = min_splits
+        self.writes_with = writes_with if writes_with is not None else tables.sink
+        self.kafka = getattr(context.resources, tables.kafka_resource_key)
+        self._name = key.to_user_string()
+
+    def events(self, body: RunBody) -> Iterator[Any]:
+        """Run ``body`` over the asset's tables and yield the materialization's events.
+
+        Raises:
+            BlockingCheckError: a blocking check failed before the commit.
+            SchemaRegistryClientError: a Spark task met a Schema Registry that failed.
+            KafkaConnectorError: the run failed (nothing was recorded).
+        """
+        if self.key not in self.context.selected_asset_keys:  # only checks: no data is read
+            yield from checks_alone(
+                self.kafka, self.key, self.tables, self.checks, self.context.instance
+            )
+            return
+        gate = CommitGate(self.checks, self.key, lambda run: self._scope(run, None))
+        run = self._run(gate)
+        try:
+            outcome = body(run) or RunOutput()
+            checkpoint = run.commit()
+            metadata = {**materialization_metadata(run, checkpoint), **outcome.metadata}
+            self.context.log.info(f"Kafka run {{'sources': {sorted(run.sources)}}}: {metadata}")
+            if self.output_name is None:
+                metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
+            metadata = record_windows_apart(self.context, self.key, run, metadata)
+            if self.output_name is None:
+                yield MaterializeResult(asset_key=self.key, metadata=metadata)
+            else:
+                yield Output(outcome.value, output_name=self.output_name, metadata=metadata)
+            yield from gate.results
+            yield from evaluate_checks(
+                gate.after_commit, self.key, lambda: self._scope(run, checkpoint)
+            )
+        except BlockingCheckError:
+            yield from gate.results  # the failed check, recorded as the run fails
+            raise
+        except Exception as exc:  # a Spark task's registry failure, as our error
+            registry = SchemaRegistryClientError.raised_in_task(exc)
+            if registry is None:
+                raise
+            raise registry from exc
+        finally:
+            run.close()
+
+    def _run(self, gate: CommitGate) -> StreamingRun:
+        """The run this materialization reads: its time windows (a partition range), its
+        offset batch, or from the last checkpoint."""
+        from .run import StreamingRun
+
+        tables, context = self.tables, self.context
+        name = self.key.to_user_string()
+        windows, checkpoint, ranges = None, None, None
+        if tables.offset_batches is not None:
+            batch = context.partition_key
+            ranges = parse_batch_key(batch)
+            name = f"{name}-batch-{hashlib.sha1(batch.encode()).hexdigest()[:12]}"
+        elif tables.partitions_def is not None:
+            keys = list(context.partition_keys)
+            windows = tables.run_windows(keys)
+            name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
+            if windows.span.state() == "future":
+                context.log.warning(
+                    f"Window {keys[0]}.. starts in the future: nothing to read yet."
+                )
+        elif tables.from_checkpoint:
+            checkpoint = latest_checkpoint(context.instance, self.key)
+        infers = any(s.infers_schema for s in tables.sources.values())
+        self._name = name
+        return StreamingRun(
+            spark=getattr(context.resources, self.spark_resource_key).spark_session,
+            defaults=self.kafka.connection_defaults(),
+            checkpoint=checkpoint,
+            min_splits=self.min_splits,
+            sink=self.writes_with,
+            asset_name=name,
+            log=context.log,
+            windows=windows,
+            ranges=ranges,
+            schemas=saved_schemas(context.instance, self.key) if infers else {},
+            gate=gate,
+            max_records_per_split=self.max_records_per_split,
+        )
+
+    def _scope(self, run: StreamingRun, checkpoint: OffsetsCheckpoint | None) -> CheckScope:
+        sink = self.tables.sink
+        return CheckScope(
+            asset_key=self.key,
+            sources={n: r.table for n, r in run.sources.items()},
+            sink=run.resolve(sink, self._name) if sink is not None else None,
+            clients=run.clients,
+            checkpoint=checkpoint,
+            run=run,
+            tables=self.tables,
+            instance=self.context.instance,
+        )
+
+
+def table_run(
+    spark: SparkSession,
+    kafka: Any,
+    log: Any,
+    *,
+    max_records_per_split: int,
+    windows: TimeWindows | None = None,
+    sink: KafkaTableSpec | None = None,
+    asset_name: str | None = None,
+) -> StreamingRun:
+    """A run over Kafka tables outside a streaming asset's materialization (an IO manager's
+    input or output): it resumes from no checkpoint and records none.
+
+    Example:
+        >>> run = table_run(spark, kafka, log, max_records_per_split=2_000_000)  # doctest: +SKIP
+    """
+    from .run import StreamingRun
+
+    return StreamingRun(
+        spark=spark,
+        defaults=kafka.connection_defaults(),
+        checkpoint=None,
+        max_records_per_split=max_records_per_split,
+        log=log,
+        windows=windows,
+        sink=sink,
+        asset_name=asset_name,
+    )
