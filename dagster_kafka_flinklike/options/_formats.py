@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaOptionsError
-from ._protobuf import descriptor_file, load_message
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
 from ._types import FlinkType, parse_flink_type
+from .protobuf_descriptors import descriptor_file, load_message
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
            "debezium-avro-confluent", "canal-json", "maxwell-json", "protobuf",

@@ -16,7 +16,6 @@ from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
 from ._formats import PROTOBUF_FORMATS, FormatSpec
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
-from ._protobuf import check_columns as check_protobuf_columns
 from ._table import (
     KAFKA,
     OPTIONS,
@@ -27,6 +26,7 @@ from ._table import (
     find_option,
 )
 from ._types import Column
+from .protobuf_descriptors import check_columns as check_protobuf_columns
 
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _ROLE_WORDS = {"source": "read as a source", "sink": "written as a sink"}

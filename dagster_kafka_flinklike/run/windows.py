@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from ..errors import KafkaOptionsWarning, OffsetsError
 from ..options import KafkaTableSpec
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import SourcePlan, reset_strategy
 from ..source.offsets import OffsetResetStrategy, TopicPartition
 from ..source.probe import record_timestamps
