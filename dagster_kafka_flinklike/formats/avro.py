@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import Column, avro_schema
 from . import _spark_avro
-from .base import Decoded, Options, PythonFormat, RecordDecoder, RecordEncoder, Stages
+from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages, values_only
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -92,12 +92,7 @@ class Avro(PythonFormat):
         """A fastavro reader of the table's schema, per worker."""
         schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
         encoding = settings["encoding"]
-
-        def make_decoder() -> Callable[[bytes, Any], Any]:
-            read = datum_reader(schema, encoding)
-            return lambda data, _headers: read(data)
-
-        return make_decoder
+        return values_only(lambda: datum_reader(schema, encoding))
 
     def record_encoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any]
@@ -107,20 +102,18 @@ class Avro(PythonFormat):
         encoding = settings["encoding"]
         return lambda: datum_writer(schema, encoding)
 
-    def decode_stages(
+    def jvm_stages(
         self,
         raw: SparkColumn,
         columns: Sequence[Column],
-        options: Options,
+        settings: Mapping[str, Any],
         prefix: str,
-        headers: SparkColumn | None = None,
-        side: str = "value",
-    ) -> tuple[Stages, Decoded]:
-        """Decode once per record into a staged column, then read the row and error from it
-        (with Spark's ``from_avro`` first where the session has it: see :mod:`._spark_avro`)."""
-        settings = self.settings(options)
+        headers: SparkColumn | None,
+        side: str,
+    ) -> tuple[Stages, Decoded] | None:
+        """Spark's ``from_avro`` first where the session has it (see :mod:`._spark_avro`)."""
         if settings["encoding"] != "binary" or not _spark_avro.from_avro_reads(columns):
-            return self.python_stages(raw, columns, settings, prefix)
+            return None
         legacy = settings["timestamp_mapping.legacy"]
         schema = avro_schema(columns, legacy=legacy, fmt=NAME)
         fast = _spark_avro.decode_plain(raw, schema)

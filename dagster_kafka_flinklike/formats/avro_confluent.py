@@ -45,7 +45,7 @@ from ._avro_schema import (
     without_logical_types,
 )
 from .avro import datum_writer
-from .base import Decoded, Options, PythonFormat, RecordDecoder, RecordEncoder, Stages
+from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -233,33 +233,29 @@ class AvroConfluent(PythonFormat):
 
         return make_encoder
 
-    def decode_stages(
+    def jvm_stages(
         self,
         raw: SparkColumn,
         columns: Sequence[Column],
-        options: Options,
+        settings: Mapping[str, Any],
         prefix: str,
-        headers: SparkColumn | None = None,
-        side: str = "value",
-    ) -> tuple[Stages, Decoded]:
-        """Decode once per record into a staged column, then read the row and error from it.
-
-        ``headers`` (the records' headers) let a record carry its schema id in a header. Where
-        the session has Spark's Avro package, records written with a version of the table's
-        subject are decoded by ``from_avro`` first (see :mod:`._spark_avro`).
-        """
-        settings = self.settings(options)
-        if _spark_avro.from_avro_reads(columns):
-            writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
-            if writers:
-                fast = _spark_avro.decode_confluent(
-                    raw, headers, writers, reader_schema(columns, settings),
-                    _registry.header_name(side),
-                )  # fmt: skip
-                slow = self.python_decoder(columns, settings, side)
-                legacy = settings["timestamp_mapping.legacy"]
-                return _spark_avro.staged(prefix, fast, raw, slow, headers, columns, legacy)
-        return self.python_stages(raw, columns, settings, prefix, headers, side)
+        headers: SparkColumn | None,
+        side: str,
+    ) -> tuple[Stages, Decoded] | None:
+        """Where the session has Spark's Avro package, records written with a version of the
+        table's subject are decoded by ``from_avro`` first (see :mod:`._spark_avro`); a record
+        may also carry its schema id in a header (``headers``)."""
+        if not _spark_avro.from_avro_reads(columns):
+            return None
+        writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
+        if not writers:
+            return None
+        fast = _spark_avro.decode_confluent(
+            raw, headers, writers, reader_schema(columns, settings), _registry.header_name(side)
+        )
+        slow = self.python_decoder(columns, settings, side)
+        legacy = settings["timestamp_mapping.legacy"]
+        return _spark_avro.staged(prefix, fast, raw, slow, headers, columns, legacy)
 
 
 def register(settings: Mapping[str, Any], fmt: str, schema: str) -> int:

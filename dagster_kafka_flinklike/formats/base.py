@@ -207,6 +207,17 @@ RecordDecoder = Callable[[], Callable[[bytes, Any], Any]]
 RecordEncoder = Callable[[], Callable[[dict[str, Any]], bytes]]
 
 
+def values_only(make_read: Callable[[], Callable[[bytes], Any]]) -> RecordDecoder:
+    """The :data:`RecordDecoder` of a format that reads a record's bytes alone (not its
+    headers): ``make_read()`` builds, once per worker, the function reading one record."""
+
+    def make_decoder() -> Callable[[bytes, Any], Any]:
+        read = make_read()
+        return lambda data, _headers: read(data)
+
+    return make_decoder
+
+
 class PythonFormat(Format):
     """A binary format whose records are decoded and encoded one at a time in the executors'
     Python workers (see :mod:`._python`): it defines :meth:`record_decoder` and
@@ -263,6 +274,19 @@ class PythonFormat(Format):
             f"{prefix}{self.stage}", decoder(raw, headers), self.tolerated(settings)
         )
 
+    def jvm_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        settings: Mapping[str, Any],
+        prefix: str,
+        headers: SparkColumn | None,
+        side: str,
+    ) -> tuple[Stages, Decoded] | None:
+        """A decoding that reads what it can in Spark's JVM first (the Python stage reading
+        only the records it leaves), where the session allows one: by default none."""
+        return None
+
     def decode_stages(
         self,
         raw: SparkColumn,
@@ -272,14 +296,20 @@ class PythonFormat(Format):
         headers: SparkColumn | None = None,
         side: str = "value",
     ) -> tuple[Stages, Decoded]:
-        """Decode once per record into a staged column, then read the row and error from it.
+        """Decode once per record into a staged column, then read the row and error from it
+        (with :meth:`jvm_stages` where the format has them).
 
         Raises:
             KafkaOptionsError: the format cannot hold a column.
         """
         settings = self.settings(options)
         self.check(columns, settings)
-        return self.python_stages(raw, columns, settings, prefix, headers, side)
+        jvm = self.jvm_stages(raw, columns, settings, prefix, headers, side)
+        return (
+            jvm
+            if jvm is not None
+            else self.python_stages(raw, columns, settings, prefix, headers, side)
+        )
 
     def decode(self, raw: SparkColumn, columns: Sequence[Column], options: Options) -> Decoded:
         """The Python decoding as one expression of ``raw`` (:meth:`decode_stages` is the
@@ -317,4 +347,5 @@ __all__ = [
     "Stager",
     "Stages",
     "format_settings",
+    "values_only",
 ]

@@ -34,7 +34,7 @@ from ..options.protobuf_descriptors import (
     message_descriptor,
 )
 from ._python import row_type
-from .base import PythonFormat, RecordDecoder, RecordEncoder
+from .base import PythonFormat, RecordDecoder, RecordEncoder, values_only
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -302,12 +302,7 @@ class Protobuf(PythonFormat):
     ) -> RecordDecoder:
         """Per worker: the message parsed from the record's bytes (:func:`record_reader`)."""
         conf = dict(settings)
-
-        def make_decoder() -> Callable[[bytes, Any], Any]:
-            read = record_reader(columns, conf)
-            return lambda data, _headers: read(data)
-
-        return make_decoder
+        return values_only(lambda: record_reader(columns, conf))
 
     def record_encoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any]

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KafkaOptionsError, KafkaOptionsWarning, KafkaYamlError
-from ..options import METADATA, Column, FlinkType, KafkaTableSpec, did_you_mean
+from ..options import (
+    METADATA,
+    Column,
+    FlinkType,
+    KafkaTableSpec,
+    did_you_mean,
+    prefixes_overlap,
+)
 from ..options.ingestion_keys import (
     INGESTION_KEYS,
     KAFKA_ONLY_REASON,
@@ -295,11 +302,7 @@ def _source(options: Mapping[str, str], default_name: str) -> IngestionSource:
         )
     key_prefix = options.get("key.fields-prefix", "")
     value_prefix = options.get("value.fields-prefix", "")
-    if (
-        key_prefix
-        and value_prefix
-        and (value_prefix.startswith(key_prefix) or key_prefix.startswith(value_prefix))
-    ):
+    if prefixes_overlap(key_prefix, value_prefix):
         raise KafkaOptionsError(
             f"source: 'key.fields-prefix' = {key_prefix!r} and 'value.fields-prefix' = "
             f"{value_prefix!r}: neither may be a prefix of the other.",

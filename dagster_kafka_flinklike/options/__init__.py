@@ -19,6 +19,7 @@ from ._formats import (
     spark_charset,
 )
 from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
+from ._lists import split_top_level, top_level_spans
 from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND, ROW_KINDS, MetadataKey
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
 from ._partitioner import check_partitioner_option, load_partitioner
@@ -30,7 +31,7 @@ from ._properties import (
     role_config,
     translate_properties,
 )
-from ._rules import CSV_NESTED, csv_column_types
+from ._rules import CSV_NESTED, csv_column_types, prefixes_overlap
 from ._spec import KafkaTableSpec, check_sink_not_read, parse_specific_offsets
 from ._table import (
     CONNECTORS,
@@ -96,12 +97,15 @@ __all__ = [
     "parse_flink_type",
     "parse_header_filter",
     "parse_specific_offsets",
+    "prefixes_overlap",
     "redact",
     "render_options_reference",
     "resolve_format",
     "role_config",
     "spark_charset",
     "spark_type",
+    "split_top_level",
     "struct_type",
+    "top_level_spans",
     "translate_properties",
 ]
