@@ -197,7 +197,8 @@ def main(argv: list[str]) -> int:
     root = Path(argv[0] if argv else "dagster_kafka_flinklike")
     graph = read_graph(root)
     lines = report(graph)
-    print(*lines, sep="\n") if lines else None
+    for line in lines:
+        print(line)
     print(f"{len(graph.files)} modules, {sum(map(len, graph.edges.values()))} import edges")
     return 1 if lines else 0
 
