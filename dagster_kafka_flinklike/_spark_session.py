@@ -45,7 +45,7 @@ def spark_avro_jar() -> str | None:
     import pyspark
 
     from .errors import EmbeddedServiceError
-    from .local._fetch import fetch_spark_package
+    from .local.fetch import fetch_spark_package
 
     version = pyspark.__version__.split("+")[0]
     major_minor = ".".join(version.split(".")[:2])
@@ -138,7 +138,7 @@ def class_archive_path() -> Path | None:
 
     import pyspark
 
-    from .local._fetch import default_cache_dir
+    from .local.fetch import default_cache_dir
 
     home = os.environ.get("JAVA_HOME", "").strip()
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")

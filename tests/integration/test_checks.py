@@ -375,7 +375,7 @@ def test_once_the_broker_aborts_a_killed_producers_transaction_the_check_passes(
 
 def transactions_command(command: str) -> None:
     """Run a ``kafka-transactions.sh`` command line with the embedded broker's own jars."""
-    from dagster_kafka_flinklike.local._fetch import fetch_kafka, find_java
+    from dagster_kafka_flinklike.local.fetch import fetch_kafka, find_java
 
     args = command.split()
     assert args[0] == "kafka-transactions.sh"

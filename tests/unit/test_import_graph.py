@@ -22,7 +22,7 @@ CYCLE_FREE: tuple[str, ...] | None = (
 )
 #: The subpackages none of whose modules may import another package's private module (``None``:
 #: every module of the package).
-PRIVATE_IMPORT_FREE: tuple[str, ...] | None = CYCLE_FREE
+PRIVATE_IMPORT_FREE: tuple[str, ...] | None = None
 
 
 def _in(module: str, packages: tuple[str, ...] | None) -> bool:
