@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -54,10 +54,11 @@ from .errors import (
     SchemaRegistryClientError,
 )
 from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
+from .partitions import time_windows
 from .run import metrics as m
 from .run.batches import SOURCE_NAME, parse_batch_key
 from .run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
-from .run.windows import TimeWindow
+from .run.windows import TimeWindow, TimeWindows
 from .state.checkpoint import CHECKPOINT_METADATA_KEY, OffsetsCheckpoint
 from .translator import ROW_COUNT, KafkaTranslator, table_metadata
 
@@ -93,16 +94,12 @@ class StreamingTables:
 
     def window(self, key: str) -> TimeWindow:
         """The time window of partition ``key`` (with the allowed lateness and lookback)."""
+        return self.run_windows([key]).window(key)
+
+    def run_windows(self, keys: Sequence[str]) -> TimeWindows:
+        """The time windows a run over partitions ``keys`` (consecutive) reads."""
         assert self.partitions_def is not None
-        return self.time_window(self.partitions_def.time_window_for_partition_key(key))
-
-    def time_window(self, tw: Any) -> TimeWindow:
-        """A Dagster ``TimeWindow`` (of one partition or a range) as the window a run reads."""
-        return TimeWindow(_ms(tw.start), _ms(tw.end), self.lateness_ms, self.lookback_ms)
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
+        return time_windows(self.partitions_def, keys, self.lateness_ms, self.lookback_ms)
 
 
 def _check_partitioning(
@@ -205,16 +202,49 @@ def materialization_metadata(
 ) -> dict[str, Any]:
     """A finished run's metadata: its metrics, the new checkpoint, dirty-record samples and
     inferred schemas."""
-    metrics = run.metadata()
-    out: dict[str, Any] = {
-        k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in metrics.items()
-    }
+    out = _metadata_values(run.metadata())
     if checkpoint is not None:
         out[CHECKPOINT_METADATA_KEY] = MetadataValue.json(checkpoint.to_json())
     samples = [s for r in run.sources.values() for s in r.dirty.samples]
     if samples:
         out[m.DIRTY_SAMPLES] = MetadataValue.json(samples)
     out.update(_schema_metadata(run))
+    return out
+
+
+def _metadata_values(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """Figures as Dagster metadata: mappings and lists as JSON."""
+    return {
+        k: (MetadataValue.json(v) if isinstance(v, dict | list) else v) for k, v in figures.items()
+    }
+
+
+#: What a run over several time windows records once for all of them (under :data:`m.RUN`).
+_RUN_FIGURES = frozenset([*(x.name for x in m.METRICS), m.OFFSETS, ROW_COUNT])
+#: What each window of such a run records of its own only (not repeated on every window).
+_WINDOW_ONLY = frozenset([m.WINDOWS, m.WINDOW_NOTES])
+
+
+def record_windows_apart(
+    context: AssetExecutionContext, key: AssetKey, run: StreamingRun, metadata: dict[str, Any]
+) -> dict[str, Any]:
+    """A run over several time windows (a single-run backfill) records each window's own figures
+    on its partition's materialization (``add_asset_metadata`` per partition key), as a run over
+    it alone would, and its own figures (totals, output, transaction, duration) once under
+    :data:`m.RUN` on each, so that no window shows another's or the run's. Returns the metadata
+    every window gets; a run over one window or none keeps ``metadata`` as it is.
+    """
+    by_window = run.window_metadata()
+    if len(by_window) < 2:
+        return metadata
+    figures = {k: getattr(v, "value", v) for k, v in metadata.items() if k in _RUN_FIGURES}
+    out = {k: v for k, v in metadata.items() if k not in _RUN_FIGURES | _WINDOW_ONLY}
+    keys = list(by_window)
+    out[m.RUN] = MetadataValue.json(
+        {"partitionRange": [keys[0], keys[-1]], "partitionCount": len(keys), **figures}
+    )
+    for partition, own in by_window.items():
+        context.add_asset_metadata(_metadata_values(own), asset_key=key, partition_key=partition)
     return out
 
 
@@ -331,7 +361,9 @@ def kafka_streaming_asset(
     ``lookback`` reads and keeps that much before the window too, for aggregations whose windows
     begin in the previous partition (hopping windows that end in this one). A
     backfill over many windows is one run and one Spark job by default
-    (``BackfillPolicy.single_run()``). Window runs neither use nor move the streaming
+    (``BackfillPolicy.single_run()``); it keeps each record by its own window's rule and
+    records each window's own figures on its partition, so every window gets what a run over it
+    alone gives it (:mod:`.run.windows`). Window runs neither use nor move the streaming
     checkpoint and commit no offsets to the consumer groups; under exactly-once the
     transactional id includes the partition keys, so windows do not fence each other.
 
@@ -492,17 +524,16 @@ def _materialize(
 
     kafka = getattr(context.resources, tables.kafka_resource_key)
     name = key.to_user_string()
-    window, windows, checkpoint_before, ranges = None, {}, None, None
+    windows, checkpoint_before, ranges = None, None, None
     if tables.offset_batches is not None:
         batch = context.partition_key
         ranges = parse_batch_key(batch)
         name = f"{name}-batch-{hashlib.sha1(batch.encode()).hexdigest()[:12]}"
     elif tables.partitions_def is not None:
         keys = list(context.partition_keys)
-        windows = {k: tables.window(k) for k in keys}
-        window = tables.time_window(context.partition_time_window)
+        windows = tables.run_windows(keys)
         name = f"{name}-{keys[0]}" + (f"..{keys[-1]}" if len(keys) > 1 else "")
-        if window.state() == "future":
+        if windows.span.state() == "future":
             context.log.warning(f"Window {keys[0]}.. starts in the future: nothing to read yet.")
     elif tables.from_checkpoint:
         checkpoint_before = latest_checkpoint(context.instance, key)
@@ -529,7 +560,6 @@ def _materialize(
         sink=tables.sink,
         asset_name=name,
         log=context.log,
-        window=window,
         windows=windows,
         ranges=ranges,
         schemas=(
@@ -549,6 +579,8 @@ def _materialize(
         context.log.info(f"Kafka run {{'sources': {sorted(tables.sources)}}}: {metadata}")
         if tables.sink is not None:
             metadata[ROW_COUNT] = metadata[m.NUM_RECORDS_OUT.name]
+        metadata = record_windows_apart(context, key, run, metadata)
+        if tables.sink is not None:
             yield MaterializeResult(asset_key=key, metadata=metadata)
         else:
             yield Output(result, output_name=RESULT_OUTPUT, metadata=metadata)

@@ -701,7 +701,9 @@ class LateDataCheck(KafkaAssetCheck):
     again (offsets-for-times of its start, and of its end plus the allowed lateness) and
     compared with the range its materialization recorded: a range that has grown holds records
     that arrived after the window was read (it was still open, or they came within the allowed
-    lateness). The result names the windows to re-run and how many offsets each gained.
+    lateness). The result names the windows to re-run and how many offsets each gained. It also
+    reports the records those windows counted late (``lateRecords``: they arrived after their
+    own window's lateness, so they are in no window, and re-running does not bring them back).
 
     Example:
         >>> LateDataCheck(windows=48, severity="WARN").name
@@ -733,7 +735,8 @@ class LateDataCheck(KafkaAssetCheck):
             )
         recorded = _recorded_windows(scope.instance, scope.asset_key, self.windows)
         grown: dict[str, int] = {}
-        for partition_key, ranges in recorded.items():
+        late = {k: n for k, (_, n) in recorded.items() if n}
+        for partition_key, (ranges, _) in recorded.items():
             window = tables.window(partition_key)
             gained = 0
             for name, table in scope.sources.items():
@@ -750,20 +753,30 @@ class LateDataCheck(KafkaAssetCheck):
             "windowsChecked": len(recorded),
             "windowsToRerun": MetadataValue.json(sorted(grown)),
             "offsetsGained": MetadataValue.json(grown),
+            m.LATE_RECORDS.name: sum(late.values()),
+            "lateRecordsByWindow": MetadataValue.json(late),
         }
+        beyond = (
+            f" {sum(late.values())} record(s) arrived after their window's allowed lateness "
+            f"(counted by {', '.join(sorted(late))}): they are in no window, and re-running "
+            f"does not bring them back."
+            if late
+            else ""
+        )
         if grown:
             return self._result(
                 scope,
                 passed=False,
                 description=f"{len(grown)} window(s) got records after they were read: "
                 f"{', '.join(sorted(grown))}. Re-materialize those partitions (a backfill over "
-                f"them).",
+                f"them).{beyond}",
                 metadata=metadata,
             )
         return self._result(
             scope,
             passed=True,
-            description=f"None of the last {len(recorded)} window(s) got records since read.",
+            description=f"None of the last {len(recorded)} window(s) got records since read."
+            f"{beyond}",
             metadata=metadata,
         )
 
@@ -775,15 +788,15 @@ def _split_partition(text: str) -> tuple[str, int]:
 
 def _recorded_windows(
     instance: DagsterInstance, key: AssetKey, limit: int
-) -> dict[str, dict[str, list[int]]]:
-    """Each recently materialized window's recorded offset ranges (newest materialization of
-    each partition, at most ``limit`` windows)."""
+) -> dict[str, tuple[dict[str, list[int]], int]]:
+    """Each recently materialized window's recorded offset ranges and late records (newest
+    materialization of each partition, at most ``limit`` windows)."""
     from dagster import AssetRecordsFilter
 
     records = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=key), limit=max(limit * 4, 50)
     ).records
-    found: dict[str, dict[str, list[int]]] = {}
+    found: dict[str, tuple[dict[str, list[int]], int]] = {}
     for record in records:  # newest first
         materialization = record.asset_materialization
         if materialization is None or materialization.partition is None:
@@ -794,7 +807,8 @@ def _recorded_windows(
         ranges: Any = getattr(value, "data", value) or {}
         window = ranges.get(materialization.partition)
         if window is not None:
-            found[materialization.partition] = window
+            late = _value(materialization.metadata.get(m.LATE_RECORDS.name, 0))
+            found[materialization.partition] = (window, int(late or 0))
         if len(found) >= limit:
             break
     return found

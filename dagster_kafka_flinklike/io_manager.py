@@ -25,9 +25,9 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from .errors import KafkaConnectorError, KafkaOptionsError
 from .options import ROW_KIND, KafkaTableSpec, is_secret
+from .partitions import time_windows
 from .resources import KafkaResource
 from .run import metrics as m
-from .run.windows import TimeWindow
 
 if TYPE_CHECKING:  # pragma: no cover
     from dagster import InitResourceContext
@@ -256,10 +256,9 @@ class KafkaIOManager(ConfigurableIOManager):
                     f"timestamps). Use a TimeWindowPartitionsDefinition or no partitions."
                 )
             tw = context.asset_partitions_time_window
-            start_ms, end_ms = int(tw.start.timestamp() * 1000), int(tw.end.timestamp() * 1000)
-            time_window = TimeWindow(start_ms, end_ms)
+            time_window = time_windows(partitions_def, context.asset_partition_keys)
             window = f" for time window [{tw.start.isoformat()}, {tw.end.isoformat()})"
-        run = self._run(context.log, window=time_window)
+        run = self._run(context.log, windows=time_window)
         self._runs.append(run)
         frame = _declared_columns(run.read(asset, spec), spec)
         run.police()  # the input is handed on: its dirty records are policed before

@@ -8,7 +8,7 @@ and the metric names (:mod:`.metrics`) without reading data. Nothing here needs 
 from . import metrics
 from .commit import commit_group_offsets, next_checkpoint
 from .cycle import SourceRead, StreamingRun, write_metrics
-from .decode import DecodedTable, InputStats, decode_table
+from .decode import DecodedTable, InputStats, WindowCounts, decode_table
 from .dirty import DEAD_LETTER_HEADERS, DirtyData, apply_dirty_policy, dead_letter_records
 from .metrics import METRICS, Metric, metric
 from .plan import (
@@ -20,6 +20,7 @@ from .plan import (
 )
 from .read import read_table
 from .tables import KafkaClients, ResolvedTable, merge_properties, resolve_table
+from .windows import TimeWindow, TimeWindows
 from .write import is_exactly_once, open_transaction, write_dead_letters, write_table
 
 __all__ = [
@@ -33,6 +34,9 @@ __all__ = [
     "ResolvedTable",
     "SourceRead",
     "StreamingRun",
+    "TimeWindow",
+    "TimeWindows",
+    "WindowCounts",
     "apply_dirty_policy",
     "check_group_is_free",
     "commit_group_offsets",

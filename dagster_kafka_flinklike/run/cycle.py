@@ -32,7 +32,14 @@ from .plan import pending_records, plan_table, read_min_splits
 from .read import read_table
 from .schema import InferredSchema, flattened, infer_schema, with_schema
 from .tables import KafkaClients, ResolvedTable, resolve_table
-from .windows import TimeWindow, check_retention, window_ranges, window_spec
+from .windows import (
+    TimeWindow,
+    TimeWindows,
+    WindowOffsets,
+    check_retention,
+    window_offsets,
+    window_spec,
+)
 from .write import (
     is_exactly_once,
     open_transaction,
@@ -69,6 +76,10 @@ class SourceRead:
     schema: InferredSchema | None = None
     #: Whether the dirty-data policy was applied (``dirty`` holds its outcome).
     policed: bool = False
+    #: A run over time windows: where its windows stop in the source's partitions.
+    windows: WindowOffsets | None = None
+    #: Per time window (by key), why it may be incomplete in a partition (retention).
+    window_notes: dict[str, dict[TopicPartition, str]] = field(default_factory=dict)
 
     @property
     def frame(self) -> DataFrame:
@@ -90,19 +101,19 @@ class StreamingRun:
         max_records_per_split: ranges larger than this are split over several Spark tasks.
         min_splits: read each source with at least this many Spark tasks (large ranges are cut
             to get them); a source's ``scan.parallelism``, when larger, wins for that source.
-        window: read the sources' records whose timestamps lie in this time window instead of
-            resuming from a checkpoint; such a run records no checkpoint and commits no offsets
-            to the consumer groups (also not in an exactly-once transaction).
-        windows: the time windows the run covers, by name (a backfill's partition keys), whose
-            offset ranges go into the metadata one by one.
+        windows: read the sources' records of these time windows (a partition, or a backfill's
+            range of them) instead of resuming from a checkpoint: each record by its own
+            window's rule (:mod:`.windows`), each window's figures and offset ranges recorded
+            on their own (:meth:`window_metadata`). Such a run records no checkpoint and commits
+            no offsets to the consumer groups (also not in an exactly-once transaction).
         ranges: read exactly these offset ranges (an offset batch, :mod:`.batches`) instead of
             resuming from a checkpoint; like a window, such a run moves no checkpoint.
         schemas: the inferred schemas the last run saved, by source name (for sources that
             declare no columns, :mod:`.schema`).
-        gate: decides whether the run may commit, once every source is read and counted and
-            before anything commits (the exactly-once transaction, the checkpoint, the group
-            offsets): the asset's blocking checks. It raises to fail the run, which then
-            commits nothing.
+        gate: decides whether the run may commit, once every source is read and counted, the
+            output and the dead letters are delivered, and before anything commits (the
+            exactly-once transaction, the checkpoint, the group offsets): the asset's blocking
+            checks. It raises to fail the run, which then commits nothing.
 
     Example:
         >>> run = StreamingRun(spark, {"bootstrap.servers": "127.0.0.1:9092"}, sink=revenue,
@@ -119,8 +130,7 @@ class StreamingRun:
     max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT
     min_splits: int | None = None
     log: logging.Logger | Any = _log
-    window: TimeWindow | None = None
-    windows: Mapping[str, TimeWindow] = field(default_factory=dict)
+    windows: TimeWindows | None = None
     ranges: OffsetRanges | None = None
     schemas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     clients: KafkaClients = field(default_factory=KafkaClients)
@@ -131,6 +141,11 @@ class StreamingRun:
     started: float = field(default_factory=time.monotonic)
     _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
     _gated: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def window(self) -> TimeWindow | None:
+        """The span of the run's time windows (what it reads), if it runs over windows."""
+        return self.windows.span if self.windows is not None else None
 
     @property
     def replaying(self) -> bool:
@@ -195,11 +210,10 @@ class StreamingRun:
                 min_splits=min_splits,
             )
         notes = dict(plan.resets)
-        if self.window is not None:
-            notes.update(check_retention(table, admin, plan, self.window))
         for reason in notes.values():
             self.log.warning(reason)
-        raw = read_table(self.spark, table, plan)
+        offsets, window_notes = self._window_offsets(table, admin, plan)
+        raw = read_table(self.spark, table, plan, keep=_kept_fields(offsets))
         schema = None
         if decode is not None:
             decoded = decode(table, raw, admin, plan)
@@ -214,10 +228,30 @@ class StreamingRun:
                     f"{change.before} are dirty data."
                 )
             table = with_schema(table, schema)
-        decoded = decode_table(table, raw, self.window)
+        decoded = decode_table(table, raw, self.windows, offsets)
         if schema is not None:
             decoded = replace(decoded, frame=flattened(decoded.frame, table, schema))
-        return self._decoded(name, table, admin, plan, notes, decoded, schema, began=began)
+        frame = self._decoded(name, table, admin, plan, notes, decoded, schema, began=began)
+        self.sources[name].windows, self.sources[name].window_notes = offsets, window_notes
+        return frame
+
+    def _window_offsets(
+        self, table: ResolvedTable, admin: KafkaAdmin, plan: SourcePlan
+    ) -> tuple[WindowOffsets | None, dict[str, dict[TopicPartition, str]]]:
+        """A run over time windows: where they stop in the source's partitions, and why any may
+        be incomplete (retention; logged).
+
+        Raises:
+            OffsetsError: retention deleted records of a window and no reset strategy is set.
+        """
+        if self.windows is None:
+            return None, {}
+        offsets = window_offsets(admin, self.windows, plan.stops)
+        notes = check_retention(table, admin, offsets.ranges, self.windows.windows)
+        for found in notes.values():
+            for reason in found.values():
+                self.log.warning(reason)
+        return offsets, notes
 
     def _decoded(
         self,
@@ -276,25 +310,22 @@ class StreamingRun:
             )
         if self.write_result is not None:
             return (
-                f"The checkpoint and the consumer groups' offsets did not advance; the "
-                f"{self.write_result.records} record(s) already written stay (at-least-once: "
-                f"the run's retry writes them again)."
+                f"The checkpoint did not advance; the clean records were written and stay "
+                f"({self.write_result.records} record(s); at-least-once: the run's retry writes "
+                f"them again), and the consumer groups' offsets did not move."
             )
         return NOTHING_WRITTEN
 
-    def _before_commit(self) -> list[DirtyData]:
-        """Apply the dirty-data policy, then let the run's ``gate`` decide (once) whether it
-        may commit; called with every source read and counted, before anything commits.
+    def _decide(self) -> None:
+        """Let the run's ``gate`` decide (once) whether it may commit: called with every source
+        read and counted, the output and the dead letters delivered, and nothing committed.
 
         Raises:
-            DeserializationError: dirty records a source does not tolerate.
             BlockingCheckError: a blocking check failed (raised by the gate).
         """
-        dirty = self._police()
         if self.gate is not None and not self._gated:
             self._gated = True
             self.gate(self)
-        return dirty
 
     def write(self, spec: KafkaTableSpec, frame: DataFrame) -> WriteResult:
         """Write ``frame`` to ``spec``'s topic with its delivery guarantee, then apply the
@@ -317,9 +348,10 @@ class StreamingRun:
             self.log,
             transaction=transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._before_commit,
+            dirty=self._police,
+            ready=self._decide,
         )
-        self._before_commit()
+        self._police()
         if transaction is not None:
             self._letters_written()
         return self.write_result
@@ -345,9 +377,10 @@ class StreamingRun:
             self.log,
             transaction=self.transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._before_commit,
+            dirty=self._police,
+            ready=self._decide,
         )
-        self._before_commit()
+        self._police()
         if self.transaction is not None:
             self._letters_written()
         return self.write_result
@@ -368,12 +401,14 @@ class StreamingRun:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
 
         Dead letters not written in a transaction are written first (at-least-once), so a run
-        that fails to write them does not advance. A run over a time window or an offset batch
-        moves no checkpoint: it returns None and commits nothing to the groups.
+        that fails to write them does not advance; then the run's ``gate`` decides. A run over
+        a time window or an offset batch moves no checkpoint: it returns None and commits
+        nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
-        write_dead_letters(tables, self._before_commit())
+        write_dead_letters(tables, self._police())
         self._letters_written()
+        self._decide()
         for read in self.sources.values():
             read.committed = commit_group_offsets(
                 read.table.name,
@@ -395,7 +430,11 @@ class StreamingRun:
             self.transaction.close()
 
     def metadata(self) -> dict[str, Any]:
-        """The run's metrics under their Flink names (:mod:`.metrics`), for metadata."""
+        """The run's metrics under their Flink names (:mod:`.metrics`), for metadata.
+
+        A run over one time window records that window's figures (:meth:`window_metadata`); a
+        run over several, its totals over their span and every window's offset ranges.
+        """
         elapsed = max(time.monotonic() - self.started, 1e-9)
         reads = list(self.sources.values())
         records_in = sum(r.decoded.stats.records for r in reads)
@@ -404,9 +443,7 @@ class StreamingRun:
             m.NUM_RECORDS_IN.name: records_in,
             m.NUM_BYTES_IN.name: sum(r.decoded.stats.bytes for r in reads),
             m.NUM_RECORDS_IN_PER_SECOND.name: round(records_in / elapsed, 1),
-            m.NUM_RECORDS_IN_ERRORS.name: dirty,
-            m.DIRTY_RECORDS.name: dirty,
-            m.DIRTY_RATIO.name: round(dirty / records_in, 6) if records_in else 0.0,
+            **_dirty_metrics(records_in, dirty),
             m.DURATION.name: round(elapsed, 3),
         }
         newest = [r.decoded.stats.newest_timestamp_ms for r in reads]
@@ -414,50 +451,143 @@ class StreamingRun:
         if stamps:
             lag = max(int(time.time() * 1000) - max(stamps), 0)
             out[m.CURRENT_EMIT_EVENT_TIME_LAG.name] = lag
-        offsets: dict[str, Any] = {}
-        pending_total = 0
-        for name, read in self.sources.items():
-            stops = read.plan.stops
-            ends = read.admin.end_offsets(list(stops)) if stops else {}
-            pending = pending_records({tp: ends.get(tp, stop) for tp, stop in stops.items()}, stops)
-            for tp, stop in sorted(stops.items()):
-                pending_total += pending[tp]
-                offsets[f"{name}/{tp[0]}-{tp[1]}"] = {
-                    m.START_OFFSET.name: read.plan.starts[tp],
-                    m.END_OFFSET.name: stop,
-                    m.CURRENT_OFFSET.name: stop,
-                    m.COMMITTED_OFFSET.name: read.committed.get(tp),
-                    m.PARTITION_PENDING.name: pending[tp],
-                }
-        out[m.PENDING_RECORDS.name] = pending_total
-        out[m.OFFSETS] = offsets
-        if self.window is not None:
-            out.update(self._window_metadata())
+        ends = self._end_offsets()
+        ranges = {
+            name: {tp: (read.plan.starts[tp], stop) for tp, stop in read.plan.stops.items()}
+            for name, read in self.sources.items()
+        }
+        out.update(self._offsets_metadata(ranges, ends, committed=True))
+        if self.windows is not None:
+            out.update(self._span_metadata())
+            if len(self.windows.keys) == 1:
+                out.update(self._window_figures(self.windows.keys[0], ends))
         if self.write_result is not None:
             out.update(write_metrics(self.write_result, elapsed))
         return out
 
-    def _window_metadata(self) -> dict[str, Any]:
-        """The run's time window, its state, late records, and each window's offset ranges."""
-        assert self.window is not None
+    def window_metadata(self) -> dict[str, dict[str, Any]]:
+        """Each time window's own figures, by key, as a run over that window alone records them:
+        its records, dirty and late records, bounds and state, offset ranges (``windows``,
+        ``offsets``) and notes ({} for a run over no window)."""
+        if self.windows is None:
+            return {}
+        ends = self._end_offsets()
+        return {key: self._window_figures(key, ends) for key in self.windows.keys}
+
+    def _end_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Each source's end offsets now (for its pending records)."""
+        return {
+            name: read.admin.end_offsets(list(read.plan.stops)) if read.plan.stops else {}
+            for name, read in self.sources.items()
+        }
+
+    def _offsets_metadata(
+        self,
+        ranges: Mapping[str, Mapping[TopicPartition, tuple[int, int]]],
+        ends: Mapping[str, Mapping[TopicPartition, int]],
+        *,
+        committed: bool,
+    ) -> dict[str, Any]:
+        """Per source partition, the offset range ``[start, stop)`` read (``ranges``, by source)
+        and what remains beyond it; with ``committed``, the consumer group's offset after the
+        run."""
+        offsets: dict[str, Any] = {}
+        pending_total = 0
+        for name, found in ranges.items():
+            read = self.sources[name]
+            stops = {tp: stop for tp, (_, stop) in found.items()}
+            pending = pending_records({tp: ends[name].get(tp, s) for tp, s in stops.items()}, stops)
+            for tp, (start, stop) in sorted(found.items()):
+                pending_total += pending[tp]
+                offsets[f"{name}/{tp[0]}-{tp[1]}"] = {
+                    m.START_OFFSET.name: start,
+                    m.END_OFFSET.name: stop,
+                    m.CURRENT_OFFSET.name: stop,
+                    m.COMMITTED_OFFSET.name: read.committed.get(tp) if committed else None,
+                    m.PARTITION_PENDING.name: pending[tp],
+                }
+        return {m.PENDING_RECORDS.name: pending_total, m.OFFSETS: offsets}
+
+    def _span_metadata(self) -> dict[str, Any]:
+        """A run over time windows: their span, its state, the late records, and each window's
+        offset ranges."""
+        assert self.windows is not None
+        span = self.windows.span
         out: dict[str, Any] = {
-            m.WINDOW_START.name: self.window.start_ms,
-            m.WINDOW_END.name: self.window.end_ms,
-            m.WINDOW_STATE.name: self.window.state(),
+            m.WINDOW_START.name: span.start_ms,
+            m.WINDOW_END.name: span.end_ms,
+            m.WINDOW_STATE.name: span.state(),
             m.LATE_RECORDS.name: sum(r.decoded.stats.late for r in self.sources.values()),
         }
-        ranges: dict[str, dict[str, list[int]]] = {}
+        ranges: dict[str, dict[str, list[int]]] = {key: {} for key in self.windows.keys}
         for name, read in self.sources.items():
-            stops = dict(read.plan.stops)
-            by_window = window_ranges(read.admin, list(stops), self.windows, stops)
-            for key, found in by_window.items():
+            for key, found in (read.windows.ranges if read.windows else {}).items():
                 for (topic, p), (start, stop) in sorted(found.items()):
-                    ranges.setdefault(key, {})[f"{name}/{topic}-{p}"] = [start, stop]
+                    ranges[key][f"{name}/{topic}-{p}"] = [start, stop]
         out[m.WINDOWS] = ranges
-        notes = [note for read in self.sources.values() for note in read.notes.values()]
+        notes = [
+            note
+            for read in self.sources.values()
+            for found in read.window_notes.values()
+            for note in found.values()
+        ]
         if notes:
             out[m.WINDOW_NOTES] = notes
         return out
+
+    def _window_figures(
+        self, key: str, ends: Mapping[str, Mapping[TopicPartition, int]]
+    ) -> dict[str, Any]:
+        """Time window ``key``'s own figures (see :meth:`window_metadata`)."""
+        assert self.windows is not None
+        window = self.windows.window(key)
+        position = self.windows.keys.index(key)
+        counts = [
+            r.decoded.stats.windows[position]
+            for r in self.sources.values()
+            if r.decoded.stats.windows
+        ]
+        records = sum(c.records for c in counts)
+        found = {n: r.windows.ranges[key] for n, r in self.sources.items() if r.windows}
+        out: dict[str, Any] = {
+            m.NUM_RECORDS_IN.name: records,
+            **_dirty_metrics(records, sum(c.dirty for c in counts)),
+            m.WINDOW_START.name: window.start_ms,
+            m.WINDOW_END.name: window.end_ms,
+            m.WINDOW_STATE.name: window.state(),
+            m.LATE_RECORDS.name: sum(c.late for c in counts),
+            **self._offsets_metadata(found, ends, committed=False),
+            m.WINDOWS: {
+                key: {
+                    f"{name}/{tp[0]}-{tp[1]}": [start, stop]
+                    for name, ranges in found.items()
+                    for tp, (start, stop) in sorted(ranges.items())
+                }
+            },
+        }
+        notes = [
+            note for r in self.sources.values() for note in r.window_notes.get(key, {}).values()
+        ]
+        if notes:
+            out[m.WINDOW_NOTES] = notes
+        return out
+
+
+def _dirty_metrics(records: int, dirty: int) -> dict[str, Any]:
+    """The dirty-data figures of ``records`` records of which ``dirty`` did not decode."""
+    return {
+        m.NUM_RECORDS_IN_ERRORS.name: dirty,
+        m.DIRTY_RECORDS.name: dirty,
+        m.DIRTY_RATIO.name: round(dirty / records, 6) if records else 0.0,
+    }
+
+
+def _kept_fields(offsets: WindowOffsets | None) -> tuple[str, ...]:
+    """Raw fields every record keeps: a run over time windows of several topics tells a
+    record's window stops by its topic."""
+    if offsets is None or len({topic for topic, _ in offsets.stops}) < 2:
+        return ()
+    return ("topic",)
 
 
 def write_metrics(result: WriteResult, elapsed_s: float) -> dict[str, Any]:

@@ -4,8 +4,9 @@ The statistics (records, bytes, dirty records, the newest timestamp, late record
 pass that reads the data: they are observed (Spark's ``DataFrame.observe``) on the decoded
 records, so the action that consumes the clean rows (the sink's write) also counts them; nothing
 is persisted and nothing is read twice. A run that never consumes its rows gets them from one
-pass of its own when they are first asked for. A run over a time window keeps the records whose
-timestamp lies in it; those of earlier windows in its range are counted as late.
+pass of its own when they are first asked for. A run over time windows keeps the records that
+:func:`~.windows.with_record_windows` assigns to them, and counts each window's records, dirty
+and late records in the same pass (:class:`WindowCounts`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,37 @@ from ..source.records import (
     decode_records,
 )
 from .tables import ResolvedTable
-from .windows import TimeWindow
+from .windows import KEPT, LATE_IN, POSITION, TimeWindows, WindowOffsets, with_record_windows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+
+#: Column of what a decoded record of a run over time windows counts as, in which of the run's
+#: windows (:func:`_window_code`).
+WINDOW_CODE = "__dkf_window_code"
+#: Codes per window: a clean record of it, a dirty one, a record that arrived late in it.
+_CODES = 3
+
+
+@dataclass(frozen=True)
+class WindowCounts:
+    """What one time window of a run got: its records (those of its timestamps that arrived in
+    time), the dirty ones among them, and the records that arrived late while it was read.
+
+    Example:
+        >>> WindowCounts(records=4, dirty=1, late=1).dirty_ratio
+        0.25
+    """
+
+    records: int = 0
+    dirty: int = 0
+    late: int = 0
+
+    @property
+    def dirty_ratio(self) -> float:
+        """Dirty records as a share of the window's records (0.0 when it has none)."""
+        return self.dirty / self.records if self.records else 0.0
 
 
 @dataclass(frozen=True)
@@ -44,9 +72,11 @@ class InputStats:
     #: Dirty records no format tolerates (its ``ignore-parse-errors`` is off).
     strict: int
     newest_timestamp_ms: int | None = None
-    #: Records read whose timestamps lie before the run's time window (late records of earlier
-    #: windows), left out.
+    #: Records that arrived late in the run's time windows (after their own window's stop
+    #: offset), left out.
     late: int = 0
+    #: Per time window of the run, in order: its own figures.
+    windows: tuple[WindowCounts, ...] = ()
 
     @property
     def dirty_ratio(self) -> float:
@@ -69,12 +99,12 @@ class InputCounts:
         decoded: DataFrame | None,
         observation: Any = None,
         known: InputStats | None = None,
-        bounds: tuple[Any, Any] = (None, None),
+        windows: int = 0,
     ):
         self._decoded = decoded
         self._observation = observation
         self._stats = known
-        self._bounds = bounds
+        self._windows = windows
 
     @classmethod
     def known(cls, stats: InputStats) -> InputCounts:
@@ -82,20 +112,19 @@ class InputCounts:
         return cls(None, known=stats)
 
     @classmethod
-    def observing(
-        cls, decoded: DataFrame, kept: Any = None, late: Any = None
-    ) -> tuple[DataFrame, InputCounts]:
+    def observing(cls, decoded: DataFrame, windows: int = 0) -> tuple[DataFrame, InputCounts]:
         """``decoded`` with its statistics observed (the frame to read the records from), and
-        the counts that the first action over it fills."""
+        the counts that the first action over it fills; over time ``windows`` (so many), of the
+        records the run keeps and per window (``decoded``'s :data:`~.windows.KEPT` and
+        :data:`WINDOW_CODE` columns)."""
         from pyspark.sql import Observation
 
         observation = Observation()
-        if kept is None and late is None:  # the same aggregates in every run without a window
-            columns = per_session(decoded.sparkSession, ("input_stats",), _stat_columns)
-        else:
-            columns = _stat_columns(kept, late)
+        columns = per_session(
+            decoded.sparkSession, ("input_stats", windows), lambda: _stat_columns(windows)
+        )
         observed = decoded.observe(observation, *columns)
-        return observed, cls(decoded, observation, bounds=(kept, late))
+        return observed, cls(decoded, observation, windows=windows)
 
     @property
     def counted(self) -> bool:
@@ -108,9 +137,9 @@ class InputCounts:
             row = _observed(self._observation)
             if row is None:
                 assert self._decoded is not None
-                self._stats = input_stats(self._decoded, *self._bounds)
+                self._stats = input_stats(self._decoded, self._windows)
             else:
-                self._stats = _input_stats(row)
+                self._stats = _input_stats(row, self._windows)
         return self._stats
 
 
@@ -138,7 +167,7 @@ class DecodedTable:
     #: reads the records again, which only the dirty records' samples and dead letters do).
     decoded: DataFrame
     counts: InputCounts
-    #: The records of the run: all, or those whose timestamps lie in its time window.
+    #: The records of the run: all, or those its time windows keep.
     kept: Any = None
 
     @property
@@ -153,72 +182,99 @@ class DecodedTable:
         return rows if self.kept is None else rows.filter(self.kept)
 
 
-def _bounds(table: ResolvedTable, window: TimeWindow | None) -> tuple[Any, Any]:
-    """(kept, late) conditions on the record timestamp; both None without a window."""
+def _stat_columns(windows: int = 0) -> list[Any]:
+    """Aggregates of the input statistics over decoded records; over time ``windows``, over
+    those the run keeps, and per window (its :data:`WINDOW_CODE` column). A record that yields
+    several changelog rows counts once.
+
+    The windows' counts are one ``histogram_numeric`` over the codes: it keeps exact counts per
+    distinct value while there are no more values than bins (bins merge only beyond that, and
+    equal values merge first), so with a bin per code it counts every window in the same pass,
+    in one aggregate whatever the number of windows.
+    """
     from pyspark.sql import functions as F
 
-    if window is None:
-        return None, None
-    ts = F.unix_millis(F.col("__dkf_timestamp"))
-    if table.spec.is_upsert:  # the changelog as of the window's end
-        return ts < F.lit(window.end_ms), F.lit(False)
-    start = F.lit(window.read_start_ms)
-    return (ts >= start) & (ts < F.lit(window.end_ms)), ts < start
-
-
-def _stat_columns(kept: Any = None, late: Any = None) -> list[Any]:
-    """Aggregates of the input statistics over decoded records (``kept`` ones, when given,
-    and the ``late`` ones). A record that yields several changelog rows counts once."""
-    from pyspark.sql import functions as F
-
-    keep = F.col(RECORD_START) & (F.lit(True) if kept is None else kept)
-    late_records = F.col(RECORD_START) & (F.lit(False) if late is None else late)
-    return [
+    keep = F.col(RECORD_START) & (F.col(KEPT) if windows else F.lit(True))
+    columns = [
         F.count(F.when(keep, 1)).alias("records"),
         F.count(F.when(keep & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
         F.count(F.when(keep & F.col(ERROR).isNotNull() & ~F.col(TOLERATED), 1)).alias("strict"),
         F.coalesce(F.sum(F.when(keep, F.col(VALUE_BYTES))), F.lit(0)).alias("bytes"),
         F.max(F.when(keep, F.unix_millis(F.col("__dkf_timestamp")))).alias("newest"),
-        F.count(F.when(late_records, 1)).alias("late"),
     ]
+    if windows:
+        code = F.col(WINDOW_CODE).cast("double")  # merged bins average x: round it back
+        columns.append(F.histogram_numeric(code, F.lit(_CODES * windows + 1)).alias("windows"))
+    return columns
 
 
-def _input_stats(row: Any) -> InputStats:
+def _input_stats(row: Any, windows: int = 0) -> InputStats:
+    counts = [[0] * _CODES for _ in range(windows)]
+    for found in (row["windows"] if windows else None) or ():
+        code = round(found["x"])
+        counts[code // _CODES][code % _CODES] += round(found["y"])
+    per_window = tuple(WindowCounts(*c) for c in counts)
     return InputStats(
         records=row["records"],
         bytes=row["bytes"],
         dirty=row["dirty"],
         strict=row["strict"],
         newest_timestamp_ms=row["newest"],
-        late=row["late"],
+        late=sum(w.late for w in per_window),
+        windows=per_window,
     )
 
 
-def input_stats(decoded: DataFrame, kept: Any = None, late: Any = None) -> InputStats:
-    """Count records, value bytes and dirty records of ``decoded`` (those ``kept``, when given)
-    and the ``late`` ones, in one Spark job."""
-    return _input_stats(decoded.agg(*_stat_columns(kept, late)).collect()[0])
+def input_stats(decoded: DataFrame, windows: int = 0) -> InputStats:
+    """Count records, value bytes and dirty records of ``decoded`` (over time ``windows``: of
+    those the run keeps, and each window's figures), in one Spark job."""
+    return _input_stats(decoded.agg(*_stat_columns(windows)).collect()[0], windows)
+
+
+def _window_code() -> Any:
+    """What a decoded record counts as, as :data:`WINDOW_CODE`: a kept record of the run's
+    window at its position (clean, or dirty), or a record that arrived late in one; null for
+    the other rows of a changelog record and for records the run's windows do not count."""
+    from pyspark.sql import functions as F
+
+    dirty = F.when(F.col(ERROR).isNotNull(), 1).otherwise(0)
+    return (
+        F.when(~F.col(RECORD_START), None)
+        .when(F.col(KEPT), F.col(POSITION) * _CODES + dirty)
+        .otherwise(F.col(LATE_IN) * _CODES + 2)
+    )
 
 
 def decode_table(
-    table: ResolvedTable, raw: DataFrame, window: TimeWindow | None = None
+    table: ResolvedTable,
+    raw: DataFrame,
+    windows: TimeWindows | None = None,
+    offsets: WindowOffsets | None = None,
 ) -> DecodedTable:
     """Decode ``raw`` into ``table``'s columns, counting what it holds in the pass that reads
-    it; with a ``window``, keep only the records whose timestamps lie in it.
+    it; over time ``windows`` (with the source's window ``offsets``), keep only the records that
+    belong to them (:func:`~.windows.with_record_windows`) and count each window's own.
 
     Example:
         >>> decoded = decode_table(table, read_table(spark, table, plan))  # doctest: +SKIP
         >>> decoded.stats.dirty  # doctest: +SKIP
         0
     """
+    from pyspark.sql import functions as F
+
     decoded = decode_records(table.spec, raw)
-    kept, late = _bounds(table, window)
-    observed, counts = InputCounts.observing(decoded, kept, late)
+    kept, count = None, 0
+    if windows is not None and offsets is not None:
+        changelog = table.spec.is_upsert
+        decoded = with_record_windows(decoded, windows, offsets, changelog=changelog)
+        decoded = decoded.withColumn(WINDOW_CODE, _window_code()).drop(POSITION, LATE_IN)
+        kept, count = F.col(KEPT), len(windows.keys)
+    observed, counts = InputCounts.observing(decoded, count)
     clean = observed.filter(observed[ERROR].isNull())
     if kept is not None:
         clean = clean.filter(kept)
     return DecodedTable(
-        frame=clean.drop(ERROR, TOLERATED, *PROVENANCE),
+        frame=clean.drop(ERROR, TOLERATED, *PROVENANCE, KEPT, WINDOW_CODE),
         decoded=decoded,
         counts=counts,
         kept=kept,

@@ -38,7 +38,12 @@ def _metric(name: str, unit: str, description: str, scope: str = "run") -> Metri
     return declared
 
 
-NUM_RECORDS_IN = _metric("numRecordsIn", "records", "Records read from the sources in this run.")
+NUM_RECORDS_IN = _metric(
+    "numRecordsIn",
+    "records",
+    "Records read from the sources in this run; for a time window, its own records (those of "
+    "its timestamps that arrived in time).",
+)
 NUM_BYTES_IN = _metric("numBytesIn", "bytes", "Value bytes read from the sources in this run.")
 NUM_RECORDS_IN_PER_SECOND = _metric(
     "numRecordsInPerSecond", "records/s", "Records read per second of the run."
@@ -122,12 +127,8 @@ OLDEST_PENDING_AGE = _metric(
     "first saw them).",
     "tick",
 )
-WINDOW_START = _metric(
-    "windowStart", "epoch ms", "Start of the time window the run read (inclusive).", "window"
-)
-WINDOW_END = _metric(
-    "windowEnd", "epoch ms", "End of the time window the run read (exclusive).", "window"
-)
+WINDOW_START = _metric("windowStart", "epoch ms", "Start of the time window (inclusive).", "window")
+WINDOW_END = _metric("windowEnd", "epoch ms", "End of the time window (exclusive).", "window")
 WINDOW_STATE = _metric(
     "windowState",
     "state",
@@ -138,8 +139,9 @@ WINDOW_STATE = _metric(
 LATE_RECORDS = _metric(
     "lateRecords",
     "records",
-    "Records in the window's offset range whose timestamps belong to an earlier window (left "
-    "out: they arrived after that window's allowed lateness).",
+    "Records that arrived while the window was being read (after the previous window's stop "
+    "offset) with timestamps of an earlier window, after that window's allowed lateness: in no "
+    "window. Each late record is counted once, whatever the runs.",
     "window",
 )
 PARTITIONS = _metric(
@@ -158,6 +160,11 @@ DIRTY_SAMPLES = "dirtySamples"
 WINDOWS = "windows"
 #: Metadata key of why a window may be incomplete (retention, offset resets).
 WINDOW_NOTES = "windowNotes"
+#: Metadata key, on each window's materialization by a run over several time windows (a
+#: single-run backfill), of that run's own figures (JSON: its first and last partition keys and
+#: their count, its totals, what it wrote, its duration), recorded once for all its windows
+#: instead of as each window's.
+RUN = "run"
 
 #: The metrics a write records (the transaction's only under exactly-once).
 OUTPUT_METRICS: tuple[Metric, ...] = tuple(
@@ -188,7 +195,7 @@ _SCOPES = {
     "write": "Per write (materialization or output metadata)",
     "transaction": "Per transaction (exactly-once sinks)",
     "partition": "Per topic-partition (JSON under `offsets`, keyed `<source>/<topic>-<partition>`)",
-    "window": "Per run over a time window (time-partitioned assets)",
+    "window": "Per time window (time-partitioned assets: each partition's own, also in a backfill)",
     "tick": "Per sensor tick (observations of the asset)",
 }
 

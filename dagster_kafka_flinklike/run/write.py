@@ -77,14 +77,16 @@ def write_table(
     transaction: TransactionalSink | None = None,
     source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
     dirty: Callable[[], Sequence[DirtyData]] = tuple,
+    ready: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Serialize ``frame`` and produce it to the table's topic.
 
     With ``transaction`` (exactly-once), the output, the dead letters of the sources' ``dirty``
     data and ``source_offsets`` (consumer group → stop offsets) commit in that one transaction;
     ``dirty`` is asked once the output is produced (the sources' statistics come from that
-    pass) and may raise to abort it. Otherwise the table's delivery guarantee applies and dead
-    letters are the commit phase's.
+    pass) and may raise to abort it, and ``ready`` once all of it is delivered, just before the
+    commit (it may raise to abort it too). Otherwise the table's delivery guarantee applies and
+    dead letters and the decision to commit are the commit phase's.
 
     Raises:
         DeliveryError: an at-least-once record was not delivered.
@@ -92,7 +94,9 @@ def write_table(
     """
     encoded = serialize(table.spec, frame)
     if transaction is not None:
-        return transaction.write(encoded, source_offsets or {}, extra=lambda: _letters(dirty()))
+        return transaction.write(
+            encoded, source_offsets or {}, extra=lambda: _letters(dirty()), ready=ready
+        )
     result = write(
         encoded,
         table.topic,
@@ -116,12 +120,13 @@ def write_topics(
     transaction: TransactionalSink | None = None,
     source_offsets: Mapping[str, Mapping[TopicPartition, int]] | None = None,
     dirty: Callable[[], Sequence[DirtyData]] = tuple,
+    ready: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Produce encoded frames (``key``, ``value`` [, the ``SEQUENCE`` order]) to their topics
     with ``table``'s client settings and delivery guarantee: a pipeline that writes many
     topics. With ``transaction`` (exactly-once) every topic, the dead letters of ``dirty`` (asked
     once the outputs are produced, as :func:`write_table` does) and ``source_offsets`` commit in
-    that one transaction.
+    that one transaction, once ``ready`` let it.
 
     Raises:
         DeliveryError: an at-least-once record was not delivered.
@@ -130,7 +135,7 @@ def write_topics(
     if transaction is not None:
         spread = [(topic, distribute(frame), p) for topic, frame, p in outputs]
         return transaction.write_outputs(
-            spread, source_offsets or {}, extra=lambda: _letters(dirty())
+            spread, source_offsets or {}, extra=lambda: _letters(dirty()), ready=ready
         )
     results = {
         topic: write(

@@ -301,6 +301,7 @@ class TransactionalSink:
         offsets: Mapping[str, Mapping[TopicPartition, int]],
         *,
         extra: Extra = (),
+        ready: Callable[[], None] | None = None,
     ) -> TransactionResult:
         """Produce ``encoded`` (and ``extra`` (topic, frame) pairs) and commit with ``offsets``.
 
@@ -314,7 +315,7 @@ class TransactionalSink:
         from .writer import distribute
 
         return self.write_outputs(
-            [(self.topic, distribute(encoded), self.partitioner)], offsets, extra=extra
+            [(self.topic, distribute(encoded), self.partitioner)], offsets, extra=extra, ready=ready
         )
 
     def write_outputs(
@@ -323,6 +324,7 @@ class TransactionalSink:
         offsets: Mapping[str, Mapping[TopicPartition, int]],
         *,
         extra: Extra = (),
+        ready: Callable[[], None] | None = None,
     ) -> TransactionResult:
         """Produce every (topic, frame, partitioner) of ``outputs`` (frames as the writing tasks
         get them: :func:`~.writer.distribute`) and the ``extra`` (topic, frame) pairs (dead
@@ -330,7 +332,9 @@ class TransactionalSink:
 
         ``extra`` may be a function, called once the outputs are produced and before anything
         commits: it may raise to abort the transaction (a run's dirty-data policy, whose
-        statistics come from producing the outputs) or return the pairs to produce.
+        statistics come from producing the outputs) or return the pairs to produce. ``ready``
+        is called once everything is produced and delivered, before the offsets are sent and the
+        transaction commits: it may raise to abort it (the run's blocking checks).
 
         Raises:
             DeliveryError: a record was not delivered (the transaction is aborted).
@@ -385,6 +389,8 @@ class TransactionalSink:
                     f"{report.failed} record(s) to topic(s) {topics} were not delivered: "
                     f"{report.first_error}. The transaction is aborted; nothing was committed."
                 )
+            if ready is not None:
+                ready()
             for group_id, group_offsets in offsets.items():
                 self._send_offsets(group_id, group_offsets)
         except (KafkaException, SystemError) as exc:

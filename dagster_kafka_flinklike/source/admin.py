@@ -258,6 +258,39 @@ class KafkaAdmin:
             found.update(self.end_offsets(none))
         return found
 
+    def offsets_for_many_times(
+        self, partitions: Sequence[TopicPartition], timestamps: Sequence[int]
+    ) -> dict[int, dict[TopicPartition, int]]:
+        """:meth:`offsets_for_times` for each of ``timestamps``, the requests in flight together
+        (a run over many time windows asks one per window boundary)."""
+        isolation = (
+            IsolationLevel.READ_COMMITTED
+            if self.read_committed
+            else IsolationLevel.READ_UNCOMMITTED
+        )
+        keys = list(dict.fromkeys(partitions))
+        asked = {
+            ms: self.client.list_offsets(
+                {CTopicPartition(t, p): OffsetSpec.for_timestamp(ms) for t, p in keys},
+                isolation_level=isolation,
+                request_timeout=self.timeout_s,
+            )
+            for ms in dict.fromkeys(timestamps)
+        }
+        out: dict[int, dict[TopicPartition, int]] = {}
+        ends: dict[TopicPartition, int] = {}
+        for ms, futures in asked.items():
+            try:
+                found = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+            except KafkaException:  # asked again alone, with its retries and its error
+                out[ms] = self.offsets_for_times(keys, ms)
+                continue
+            none = [tp for tp, off in found.items() if off < 0]
+            if any(tp not in ends for tp in none):
+                ends.update(self.end_offsets(keys))
+            out[ms] = {tp: ends[tp] if off < 0 else off for tp, off in found.items()}
+        return out
+
     # -- consumer group -------------------------------------------------------------------------
     def _group_call(self, what: str, call: Callable[[], _T]) -> _T:
         """Run a group request, retrying while the coordinator loads or a commit is unstable."""

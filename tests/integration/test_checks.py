@@ -243,7 +243,7 @@ def test_a_failing_blocking_check_fails_the_run_before_its_commit(
             assert committed == []  # the transaction was aborted
             assert "transaction is aborted" in check.description
         else:
-            assert "already written stay" in check.description
+            assert "the clean records were written and stay" in check.description
     # Both attempts produced their 18 clean records (aborted, or delivered at-least-once).
     assert len(consume_all(kafka_bootstrap, out, 1, "read_uncommitted")) == 36
 

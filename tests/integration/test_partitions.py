@@ -71,22 +71,31 @@ def produce_at(bootstrap: str, topic: str, partition: int, rows: list[tuple[str,
     assert producer.flush(30) == 0
 
 
+def events(topic: str, columns: list[dict] = COLUMNS, **options: str) -> KafkaTableSpec:
+    """The JSON source table ``events`` over ``topic``."""
+    return KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": topic, "format": "json", **options},
+        columns=columns,
+        role="source",
+        name="events",
+    )
+
+
+def upsert_sink(topic: str, columns: list[dict]) -> KafkaTableSpec:
+    """An upsert-kafka sink keyed by its first column (raw key, JSON value)."""
+    return KafkaTableSpec.from_options(
+        {"connector": "upsert-kafka", "topic": topic, "key.format": "raw", "value.format": "json"},
+        columns=columns,
+        primary_key=[columns[0]["name"]],
+        role="sink",
+    )
+
+
 def windowed(source_topic: str, sink_topic: str, **kwargs: Any) -> Any:
     extra = kwargs.pop("source_options", {})
     partitions_def = kwargs.pop("partitions_def", HOURLY)
     sink_options = kwargs.pop("sink_options", {})
-    source = KafkaTableSpec.from_options(
-        {
-            "connector": "kafka",
-            "topic": source_topic,
-            "properties.group.id": f"win-{source_topic}",
-            "format": "json",
-            **extra,
-        },
-        columns=COLUMNS,
-        role="source",
-        name="events",
-    )
+    source = events(source_topic, **{"properties.group.id": f"win-{source_topic}", **extra})
     sink = KafkaTableSpec.from_options(
         {"connector": "kafka", "topic": sink_topic, "format": "json", **sink_options},
         columns=COLUMNS,
@@ -129,6 +138,14 @@ class Sink:
 
 
 def run_window(asset: Any, resources: dict, instance: Any, first: str, last: str | None = None):
+    """The metadata of the run's (first) window."""
+    return next(iter(run_windows(asset, resources, instance, first, last).values()))
+
+
+def run_windows(
+    asset: Any, resources: dict, instance: Any, first: str, last: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Run the windows ``first`` .. ``last`` (one run); the metadata of each, by partition."""
     tags = {}
     if last is not None:
         tags = {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
@@ -139,8 +156,10 @@ def run_window(asset: Any, resources: dict, instance: Any, first: str, last: str
         partition_key=None if last is not None else first,
         tags=tags,
     )
-    [event, *_] = result.asset_materializations_for_node("hourly_copy")
-    return {k: getattr(v, "value", v) for k, v in event.metadata.items()}
+    return {
+        event.partition: {k: getattr(v, "value", v) for k, v in event.metadata.items()}
+        for event in result.asset_materializations_for_node(asset.key.path[-1])
+    }
 
 
 def test_each_window_reads_exactly_its_records_and_a_backfill_their_union(
@@ -162,7 +181,7 @@ def test_each_window_reads_exactly_its_records_and_a_backfill_their_union(
 
     second = run_window(asset, resources, instance, H1)
     assert sink.new() == Counter(["b9", "b0", "b1", "b5"])
-    assert second["lateRecords"] == 3  # a1, a2 and a3 lie in its range but belong to 00:00
+    assert second["lateRecords"] == 1  # a3: of 00:00, it arrived while 01:00 was being read
     third = run_window(asset, resources, instance, H2)
     assert sink.new() == Counter(["c0", "c1", "c5"])
 
@@ -170,12 +189,12 @@ def test_each_window_reads_exactly_its_records_and_a_backfill_their_union(
     assert sink.new() == Counter(["b9", "b0", "b1", "b5"])  # a window replays exactly
     assert again["windows"] == second["windows"]
 
-    union = run_window(asset, resources, instance, H0, H2)
+    union = run_windows(asset, resources, instance, H0, H2)
     everything = Counter(["a0", "a1", "a2", "a5", "b9", "b0", "b1", "b5", "c0", "c1", "c5"])
-    assert sink.new() == everything + Counter(["a3"])  # one run; a3 is within its lateness
-    assert union["numRecordsIn"] == 12
-    assert set(union["windows"]) == {H0, H1, H2}
-    assert union["windows"][H1] == second["windows"][H1]
+    assert sink.new() == everything  # one run; a3 is late for 00:00 in it too
+    assert {k: w["numRecordsIn"] for k, w in union.items()} == {H0: 4, H1: 4, H2: 3}
+    assert union[H1]["windows"] == {H1: second["windows"][H1]}
+    assert union[H0]["run"]["numRecordsIn"] == 11
     records = instance.fetch_materializations(AssetKey("hourly_copy"), limit=20).records
     assert Counter(r.asset_materialization.partition for r in records) == Counter(
         {H0: 2, H1: 3, H2: 2}
@@ -183,6 +202,82 @@ def test_each_window_reads_exactly_its_records_and_a_backfill_their_union(
     latest = {r.asset_materialization.partition: r.run_id for r in reversed(records)}
     assert len(set(latest.values())) == 1  # the backfill's three windows: one run
     assert third["numRecordsIn"] == 3
+
+
+#: Five minutes' lateness. Partition 0, in offset order: ``b0`` (01:03) comes before 01:05, so
+#: ``a2`` after it is still in time for 00:00; ``a3`` arrives after ``b1`` (01:12), beyond 00:00's
+#: lateness, and ``b2`` after ``c0`` (02:15), beyond 01:00's: both are late, in no window.
+LATE_0 = [
+    ("a0", at(0.1)),
+    ("a1", at(0.3)),
+    ("b0", at(1.05)),
+    ("a2", at(0.9)),
+    ("b1", at(1.2)),
+    ("a3", at(0.5)),
+    ("c0", at(2.25)),
+    ("b2", at(1.75)),
+    ("c1", at(2.5)),
+]
+LATE_1 = [("a4", at(0.6)), ("b3", at(1.5)), ("c2", at(2.7))]
+
+
+def hourly_counts(source_topic: str, sink_topic: str) -> Any:
+    """Records per hour into an upsert-kafka sink keyed by the hour's start (epoch ms)."""
+    stamp = {"name": "ts", "type": "TIMESTAMP_LTZ(3)", "metadata_key": "timestamp"}
+    counted = [{"name": "hour", "type": "STRING"}, {"name": "n", "type": "BIGINT"}]
+
+    @kafka_streaming_asset(
+        sources={"events": events(source_topic, [*COLUMNS, stamp])},
+        sink=upsert_sink(sink_topic, counted),
+        name="hourly_counts",
+        partitions_def=HOURLY,
+        allowed_lateness=timedelta(minutes=5),
+        checks=[],
+    )
+    def counts(context, events):  # type: ignore[no-untyped-def]
+        from pyspark.sql import functions as F
+
+        hour = (F.floor(F.unix_millis("ts") / 3_600_000) * 3_600_000).cast("string")
+        return events.groupBy(hour.alias("hour")).agg(F.count("*").alias("n"))
+
+    return counts
+
+
+def latest(bootstrap: str, topic: str) -> dict[int, int]:
+    """What a reader of the upsert sink ends up with: the latest count per hour."""
+    changelog = consume_all(bootstrap, topic, 1)
+    return {int(m.key()): json.loads(m.value())["n"] for m in changelog}
+
+
+def test_a_backfill_gives_every_window_what_a_run_over_it_alone_gives(
+    kafka_bootstrap, new_topic, resources
+) -> None:
+    topic, out = new_topic(partitions=2), new_topic(partitions=1)
+    produce_at(kafka_bootstrap, topic, 0, LATE_0)
+    produce_at(kafka_bootstrap, topic, 1, LATE_1)
+    asset, instance = hourly_counts(topic, out), DagsterInstance.ephemeral()
+    expected = {at(0): 4, at(1): 3, at(2): 3}  # a3 and b2 arrived late: in no window
+
+    backfill = run_windows(asset, resources, instance, H0, H2)
+    assert latest(kafka_bootstrap, out) == expected
+    figures = {k: (w["numRecordsIn"], w["lateRecords"]) for k, w in backfill.items()}
+    assert figures == {H0: (4, 0), H1: (3, 1), H2: (3, 1)}  # each late record counted once
+    assert backfill[H1]["windowStart"] == at(1) and backfill[H1]["windowEnd"] == at(2)
+    assert set(backfill[H1]["windows"]) == {H1}
+    assert "numRecordsOut" not in backfill[H1]  # what the run wrote is the run's, not H1's
+    run = backfill[H1]["run"]
+    assert (run["partitionRange"], run["partitionCount"]) == ([H0, H2], 3)
+    assert (run["numRecordsIn"], run["numRecordsOut"], run["lateRecords"]) == (10, 3, 2)
+
+    for key in (H0, H1, H2):
+        alone = run_window(asset, resources, instance, key)
+        assert latest(kafka_bootstrap, out) == expected  # the same value per key again
+        assert {k: alone[k] for k in backfill[key] if k != "run"} == {
+            k: v for k, v in backfill[key].items() if k != "run"
+        }
+    changelog = consume_all(kafka_bootstrap, out, 1)
+    hour_0 = [json.loads(m.value())["n"] for m in changelog if int(m.key()) == at(0)]
+    assert hour_0 == [4, 4]  # the backfill, then 00:00 alone: no flip
 
 
 def test_open_and_future_windows_say_so(kafka_bootstrap, new_topic, resources) -> None:
@@ -236,6 +331,10 @@ def test_late_data_check_names_the_windows_to_rerun(kafka_bootstrap, new_topic, 
         check_key()
     ].evaluation
     assert evaluation.passed
+    # no lateness: a1 and a2 (00:00) arrived after b9 (01:54), while 01:00 was being read
+    assert evaluation.metadata["lateRecords"].value == 2
+    assert evaluation.metadata["lateRecordsByWindow"].value == {H1: 2}
+    assert "2 record(s) arrived after their window's allowed lateness" in evaluation.description
 
     produce_at(kafka_bootstrap, topic, 0, [("c7", at(2.8))])  # arrives after the run read 02:00
     alone = materialize(
@@ -304,22 +403,10 @@ def test_rerunning_a_window_into_upsert_kafka_rewrites_the_same_keys(
 ) -> None:
     topic, out = new_topic(partitions=1), new_topic(partitions=1)
     produce_at(kafka_bootstrap, topic, 0, PARTITION_0)
-    source = KafkaTableSpec.from_options(
-        {"connector": "kafka", "topic": topic, "format": "json"},
-        columns=COLUMNS,
-        role="source",
-        name="events",
-    )
-    sink = KafkaTableSpec.from_options(
-        {"connector": "upsert-kafka", "topic": out, "key.format": "raw", "value.format": "json"},
-        columns=[*COLUMNS, {"name": "seen", "type": "STRING"}],
-        primary_key=["id"],
-        role="sink",
-    )
 
     @kafka_streaming_asset(
-        sources={"events": source},
-        sink=sink,
+        sources={"events": events(topic)},
+        sink=upsert_sink(out, [*COLUMNS, {"name": "seen", "type": "STRING"}]),
         name="hourly_copy",
         partitions_def=HOURLY,
         allowed_lateness=timedelta(hours=1),

@@ -8,6 +8,7 @@ writers' ``mapInArrow`` functions run in its Python workers.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -22,6 +23,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.options import client_config
+from dagster_kafka_flinklike.run.windows import TimeWindows
 from dagster_kafka_flinklike.sink.writer import num_partitions, write
 from dagster_kafka_flinklike.source import KafkaSplit
 from dagster_kafka_flinklike.source.reader import read_splits
@@ -160,6 +162,40 @@ def test_streaming_run_exactly_once_over_connect(kafka_bootstrap, new_topic, con
         failing.close()
     assert _ids(kafka_bootstrap, sink_topic, 2) == Counter(range(200))
     assert sum(_committed(kafka_bootstrap, group, source_topic, 2)) == 200
+
+
+def test_a_run_over_time_windows_over_connect(kafka_bootstrap, new_topic, connect_spark) -> None:
+    from confluent_kafka import Producer
+
+    source_topic, sink_topic = new_topic(partitions=1), new_topic(partitions=1)
+    source, sink = _tables(source_topic, sink_topic, "at-least-once")
+    hour = 3_600_000
+    start = (int(time.time() * 1000) // hour - 3) * hour
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    # id 2 (the first hour) arrives after id 1 (the second): late, in no window
+    for i, minutes in enumerate([10, 80, 30, 100]):
+        value = json.dumps({"id": i, "payload": f"p{i}"}).encode()
+        producer.produce(source_topic, value, timestamp=start + minutes * 60_000)
+        producer.flush(30)
+    windows = TimeWindows(("h0", "h1"), tuple(start + h * hour for h in (-1, 0, 1, 2)))
+    run = StreamingRun(
+        connect_spark,
+        {"bootstrap.servers": kafka_bootstrap},
+        sink=sink,
+        asset_name="windows",
+        windows=windows,
+    )
+    try:
+        run.write(sink, run.read("events", source).select("id", "payload"))
+        assert run.sources["events"].decoded.counts.counted  # in the write's pass
+        figures = run.window_metadata()
+    finally:
+        run.close()
+    assert {k: (w["numRecordsIn"], w["lateRecords"]) for k, w in figures.items()} == {
+        "h0": (1, 0),
+        "h1": (2, 1),
+    }
+    assert _ids(kafka_bootstrap, sink_topic, 1) == Counter([0, 1, 3])
 
 
 def test_materialize_at_least_once_with_a_remote_resource(
