@@ -40,6 +40,7 @@ lint: env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_import_graph.py
 
 bench: bench-read bench-write bench-sensor bench-run
 

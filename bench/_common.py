@@ -98,7 +98,7 @@ def spark_kafka_package() -> str:
 
     import pyspark
 
-    from dagster_kafka_flinklike.local._fetch import maven_repository
+    from dagster_kafka_flinklike.local.fetch import maven_repository
 
     version = pyspark.__version__.split("+")[0]
     artifact = "spark-sql-kafka-0-10_2.13"
@@ -124,7 +124,7 @@ def with_spark_kafka(config: Mapping[str, Any]) -> dict[str, Any]:
         p for p in (out.get("spark.jars.packages"), spark_kafka_package()) if p
     )
     if os.environ.get("DKF_MAVEN_REPOSITORY", "").strip():
-        from dagster_kafka_flinklike.local._fetch import maven_repository
+        from dagster_kafka_flinklike.local.fetch import maven_repository
 
         out["spark.jars.repositories"] = ",".join(
             r for r in (out.get("spark.jars.repositories"), maven_repository()) if r

@@ -285,7 +285,7 @@ class Workload:
 
 def _plan(spec: Any) -> Any:
     from dagster_kafka_flinklike.source import plan_source
-    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
 
     admin = KafkaAdmin(spec.properties)
     return plan_source(spec, admin.partitions(spec.topics), admin)

@@ -488,7 +488,7 @@ def measure(
         transaction_timeout_ms,
     )
     from dagster_kafka_flinklike.sink.writer import producer_config
-    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
 
     properties = {**producer_properties(), "bootstrap.servers": bootstrap}
     client = client_config(properties, role="producer")

@@ -17,12 +17,9 @@ import sys
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
-
-T = TypeVar("T")
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -48,7 +45,7 @@ def spark_avro_jar() -> str | None:
     import pyspark
 
     from .errors import EmbeddedServiceError
-    from .local._fetch import fetch_spark_package
+    from .local.fetch import fetch_spark_package
 
     version = pyspark.__version__.split("+")[0]
     major_minor = ".".join(version.split(".")[:2])
@@ -81,16 +78,6 @@ def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
     if jar is not None:
         out["spark.jars"] = ",".join(j for j in (out.get("spark.jars"), jar) if j)
     return out
-
-
-def has_spark_avro(spark: Any) -> bool:
-    """Whether the session was started with Spark's Avro package (``spark.jars`` or
-    ``spark.jars.packages`` name it)."""
-    try:
-        jars = f"{spark.conf.get('spark.jars', '')},{spark.conf.get('spark.jars.packages', '')}"
-    except Exception:  # a session that cannot report its settings: assume the package is absent
-        return False
-    return "spark-avro" in jars
 
 
 def prepare_spark_environment(master: str | None) -> None:
@@ -151,7 +138,7 @@ def class_archive_path() -> Path | None:
 
     import pyspark
 
-    from .local._fetch import default_cache_dir
+    from .local.fetch import default_cache_dir
 
     home = os.environ.get("JAVA_HOME", "").strip()
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -211,31 +198,6 @@ def _adopt_written_archives(path: Path) -> None:
                 part.unlink()
         except OSError:  # another process adopted or deleted it meanwhile
             continue
-
-
-#: Per Spark session, objects built for it: Spark columns live in the session's JVM (or are plain
-#: protobuf with Spark Connect), and building them asks the JVM once per function and operator.
-_MEMO: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_MEMO_PER_SESSION = 128
-
-
-def per_session(session: Any, key: Any, build: Callable[[], T]) -> T:
-    """``build()``, once per Spark ``session`` and hashable ``key``: what is built from Spark
-    columns (a table's decoding, the statistics' aggregates) is built once and reused by every
-    run of a long-lived process, instead of about 2,500 calls into the JVM per run.
-
-    Example:
-        >>> per_session(spark, ("stats",), lambda: [F.count(F.lit(1))])  # doctest: +SKIP
-    """
-    try:
-        known = _MEMO.setdefault(session, {})
-    except TypeError:  # a session that cannot be referenced weakly: build every time
-        return build()
-    if key not in known:
-        if len(known) >= _MEMO_PER_SESSION:
-            known.clear()
-        known[key] = build()
-    return cast("T", known[key])
 
 
 def local_spark_config(

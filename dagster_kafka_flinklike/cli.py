@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .local._service import JvmService
+    from .local import JvmService
 
 __all__ = ["main"]
 

@@ -13,7 +13,7 @@ from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
-from ._sessions import is_connect
+from ._sessions import has_spark_avro, is_connect
 from ._spark_session import (
     CONNECTOR_JVM_OPTIONS,
     CONNECTOR_SPARK_CONFIG,
@@ -21,7 +21,6 @@ from ._spark_session import (
     SPARK_AVRO,
     BackgroundSession,
     class_archive_path,
-    has_spark_avro,
     local_spark_config,
     prepare_spark_environment,
     short_run_jvm_options,

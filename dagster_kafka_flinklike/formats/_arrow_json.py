@@ -3,7 +3,7 @@
 The reader's tasks run this on the Arrow batch a task builds, so a clean record never goes
 through Spark's per-record JSON parsing. It gives a value only where the result is certainly what
 Flink's JSON format gives (see :mod:`.json`); every other record is left null, and
-:func:`.json.decode_stages` decodes it with the full semantics: errors, numbers written as
+:meth:`.json.Json.decode_stages` decodes it with the full semantics: errors, numbers written as
 strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the faster first:
 
 - The record scanner (``_text_scan``, C, built with the package where a compiler is) decodes the
@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, spark_type
+from ._patterns import DATE, TIME, TIMESTAMP
 from ._scanners import TEXT_TYPES, scan_columns, scanned, scanner, struct_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,8 +96,6 @@ class NativeJson:
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_type
 
-        from .json import _DATE, _TIME, _TIMESTAMP
-
         self.names = [c.name for c in columns]
         self.types = [c.flink_type for c in columns]
         #: The struct's Spark type: what the per-record decoding gives for the same columns.
@@ -108,10 +107,10 @@ class NativeJson:
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
         #: The record scanner's columns, when it is built and the table is flat.
         self.scan_columns = scan_columns(columns, standard)
-        timestamp = _TIMESTAMP[standard]
+        timestamp = TIMESTAMP[standard]
         self.patterns = {
-            "DATE": _DATE,
-            "TIME": _TIME,
+            "DATE": DATE,
+            "TIME": TIME,
             "TIMESTAMP": timestamp + "$",
             "TIMESTAMP_LTZ": timestamp + "Z$",
         }

@@ -3,7 +3,7 @@
 parsed by the ``json`` format's own decoding (so rows follow Flink's JSON rules and a bad field is
 dirty with its path); ``debezium-avro-confluent``'s by the ``avro-confluent`` format's.
 
-A changelog format module has ``CHANGELOG = True``, ``skipped`` (tombstones, and records its
+A changelog format is a :class:`ChangelogFormat`: ``skipped`` (tombstones, and records its
 filters leave out), ``encode(fields, options, kind)`` and
 
 ``decode_changelog_stages(raw, columns, metadata, options, prefix)`` returning
@@ -11,17 +11,21 @@ filters leave out), ``encode(fields, options, kind)`` and
 row kind ``+I``/``-U``/``+U``/``-D``, ``r`` the row of ``columns``), null for a dirty record and
 empty or null for a record that yields no row; ``meta`` a struct of the requested format
 metadata (fields ``m0``, ``m1``, ... in the order of ``metadata``) or None when none is
-requested; ``error`` and ``tolerated`` as in every format.
+requested; ``error`` and ``tolerated`` as in every format. A JSON changelog format defines only
+its :meth:`~ChangelogFormat.envelope` (the JSON columns it parses), how it
+:meth:`~ChangelogFormat.interpret` s them, and how it encodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FlinkType, FormatSpec
-from . import json as json_format
+from ..options import Column, FlinkType
+from .base import Fields, Format, Options, Stager, Stages, format_settings
+from .json import FORMAT as JSON
+from .json import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -31,16 +35,9 @@ INSERTS = ("+I", "+U")
 DELETES = ("-U", "-D")
 
 
-def settings(name: str, options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    """Every option of changelog format ``name``, parsed, defaults applied."""
-    from . import format_settings
-
-    return format_settings(name, options)
-
-
-def json_options(name: str, options: FormatSpec | Mapping[str, Any]) -> dict[str, Any]:
+def json_options(name: str, options: Options) -> dict[str, Any]:
     """The ``json`` options the envelope of format ``name`` is decoded and encoded with."""
-    own = settings(name, options)
+    own = format_settings(name, options)
     shared = ("ignore-parse-errors", "timestamp-format.standard", "map-null-key.mode",
               "map-null-key.literal", "encode.decimal-as-plain-number")  # fmt: skip
     return {k: own[k] for k in shared if k in own}
@@ -128,7 +125,7 @@ def dispatch(
         for condition, reason in operation.checks:
             error = error.when((op == value) & condition, F.lit(reason))
     known = F.array(*[F.lit(v) for v in operations])
-    unknown = F.concat(F.lit(f'unknown "{field}" value "'), json_format.snippet(op), F.lit('"'))
+    unknown = F.concat(F.lit(f'unknown "{field}" value "'), snippet(op), F.lit('"'))
     error = error.when(~F.array_contains(known, op), unknown)
     return (rows if rows is not None else F.lit(None)), error
 
@@ -164,36 +161,38 @@ def before_after(
     return operations
 
 
-def encode_before_after(
-    name: str,
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None,
-    op: tuple[str, str, str],
-) -> SparkColumn:
-    """Rows as before/after envelopes, as Flink writes them: ``+I``/``+U`` rows (and rows
-    without a kind) as the after image, ``-U``/``-D`` rows as the before image. ``op`` is the
-    operation field's name, its insert value and its delete value."""
-    return encode_envelope(name, before_after_envelope(fields, kind, op), options)
-
-
-def before_after_envelope(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    kind: SparkColumn | None,
-    op: tuple[str, str, str],
-) -> list[tuple[SparkColumn, Column]]:
-    """The fields of a before/after envelope as Flink writes it (``before``, ``after`` and the
-    operation field), for any encoding: see :func:`encode_before_after`."""
+def images(
+    fields: Fields, kind: SparkColumn | None, insert_op: str, delete_op: str
+) -> tuple[SparkColumn, SparkColumn, SparkColumn, str]:
+    """(before, after, operation, row type) of rows written as before/after envelopes, as Flink
+    writes them: ``+I``/``+U`` rows (and rows without a kind) as the after image with
+    ``insert_op``, ``-U``/``-D`` rows as the before image with ``delete_op``."""
     from pyspark.sql import functions as F
 
-    field, insert_op, delete_op = op
     row, row_t = row_struct(fields)
     insert = is_insert(kind)
-    return [
-        (F.when(~insert, row), Column("before", row_t)),
-        (F.when(insert, row), Column("after", row_t)),
-        (F.when(insert, F.lit(insert_op)).otherwise(F.lit(delete_op)), Column(field, "STRING")),
-    ]
+    op = F.when(insert, F.lit(insert_op)).otherwise(F.lit(delete_op))
+    return F.when(~insert, row), F.when(insert, row), op, row_t
+
+
+def with_fields(envelope: list[Column], wanted: Iterable[tuple[str, str]]) -> list[Column]:
+    """``envelope`` with each (field, Flink type) of ``wanted`` it lacks added, in order (the
+    fields the requested metadata needs)."""
+    for name, type_ in wanted:
+        if all(c.name != name for c in envelope):
+            envelope.append(Column(name, type_))
+    return envelope
+
+
+@dataclass(frozen=True)
+class EnvelopeParse:
+    """A record's envelope as JSON decoding left it: the ``struct`` of the envelope's fields,
+    the record's ``text``, and ``stage(name, expression)``, which computes an expression once per
+    record (after the parse) and returns its column."""
+
+    struct: Any
+    text: Any
+    stage: Callable[[str, Any], Any]
 
 
 #: Builds (rows, envelope error, metadata values) from the parsed envelope struct, the text and
@@ -205,7 +204,7 @@ def decode_envelope(
     name: str,
     raw: SparkColumn,
     envelope: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
+    options: Options,
     prefix: str | None,
     interpret: Interpret,
 ) -> tuple[
@@ -219,17 +218,16 @@ def decode_envelope(
     """
     from pyspark.sql import functions as F
 
-    stager = json_format.Stager(prefix, 3)
-    struct, json_error, _ = json_format.decode_with(raw, envelope, json_options(name, options),
-                                                    stager)  # fmt: skip
+    stager = Stager(prefix, 3)
+    struct, json_error, _ = JSON.decode_with(raw, envelope, json_options(name, options), stager)
     text = raw.cast("string")
     rows, envelope_error, metadata = interpret(struct, text, lambda n, e: stager.put(2, n, e))
     not_record = F.when(
         struct.isNull() & ~is_tombstone(raw),
-        F.concat(F.lit(f"not a {name} record: "), json_format.snippet(text)),
+        F.concat(F.lit(f"not a {name} record: "), snippet(text)),
     )
     error = F.when(~is_tombstone(raw), F.coalesce(json_error, not_record, envelope_error))
-    ignore = bool(settings(name, options)["ignore-parse-errors"])
+    ignore = bool(format_settings(name, options)["ignore-parse-errors"])
     tolerated = error.isNotNull() & F.lit(ignore)
     meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
     return stager.stages, (F.when(error.isNull(), rows), meta, error, tolerated)
@@ -245,10 +243,10 @@ def epoch_millis(value: SparkColumn) -> SparkColumn:
 def encode_envelope(
     name: str,
     envelope: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
+    options: Options,
 ) -> SparkColumn:
     """The envelope written with the ``json`` format's encoding (nulls kept, as Flink does)."""
-    return json_format.encode(envelope, json_options(name, options))
+    return JSON.encode(envelope, json_options(name, options))
 
 
 def row_struct(fields: Sequence[tuple[SparkColumn, Column]]) -> tuple[SparkColumn, str]:
@@ -267,25 +265,95 @@ def is_insert(kind: SparkColumn | None) -> SparkColumn:
     return kind.isNull() | kind.isin(*INSERTS)
 
 
+class ChangelogFormat(Format):
+    """A format whose records become changelog rows with row kinds (see the module's
+    docstring): it defines :meth:`decode_changelog_stages` and :meth:`encode`."""
+
+    changelog = True
+
+    def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
+        """Tombstones (null or empty values) yield no row."""
+        return is_tombstone(raw)
+
+    def decode_changelog_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+        prefix: str | None = None,
+    ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
+        """``(stages, (rows, meta, error, tolerated))`` of each record (see the module's
+        docstring)."""
+        raise NotImplementedError
+
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as one record of its row ``kind`` (rows without a kind are inserts)."""
+        raise NotImplementedError
+
+
+class JsonChangelogFormat(ChangelogFormat):
+    """A changelog format whose records are JSON envelopes, parsed by the ``json`` format's
+    decoding: it defines the :meth:`envelope` it parses and how it :meth:`interpret` s it."""
+
+    def envelope(
+        self, columns: Sequence[Column], metadata: Sequence[str], options: Options
+    ) -> list[Column]:
+        """The envelope's fields to parse: the images of ``columns``, the operation, and what
+        the ``metadata`` keys need."""
+        raise NotImplementedError
+
+    def interpret(
+        self,
+        parsed: EnvelopeParse,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+    ) -> tuple[Any, Any, Sequence[Any]]:
+        """(rows, envelope error, metadata values) of a parsed envelope."""
+        raise NotImplementedError
+
+    def decode_changelog_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+        prefix: str | None = None,
+    ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
+        """The envelope parsed as JSON, then interpreted as changelog rows of ``columns`` and
+        the ``metadata`` values."""
+
+        def interpret(struct: Any, text: Any, stage: Callable[[str, Any], Any]) -> Any:
+            return self.interpret(EnvelopeParse(struct, text, stage), columns, metadata, options)
+
+        envelope = self.envelope(columns, metadata, options)
+        return decode_envelope(self.name, raw, envelope, options, prefix, interpret)
+
+
 __all__ = [
     "DELETES",
     "INSERTS",
+    "ChangelogFormat",
+    "EnvelopeParse",
+    "JsonChangelogFormat",
     "Operation",
     "before_after",
-    "before_after_envelope",
     "before_image",
     "change",
     "changes",
     "decode_envelope",
     "dispatch",
-    "encode_before_after",
     "encode_envelope",
     "epoch_millis",
+    "images",
     "is_insert",
     "is_tombstone",
     "json_options",
     "object_keys",
     "row_struct",
     "row_type",
-    "settings",
+    "with_fields",
 ]

@@ -9,6 +9,7 @@ decodes the way it would with records the scanners leave.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +46,10 @@ ScanColumn = tuple[bytes, str, int, int]
 
 def scanner() -> Any:
     """The compiled scanners, or None where the package was installed without them."""
-    try:
-        from . import _text_scan
+    try:  # by name: the compiled module (no .py file) is imported, not this package's names
+        return importlib.import_module(f"{__package__}._text_scan")
     except ImportError:
         return None
-    return _text_scan
 
 
 def scan_columns(columns: Sequence[Column], standard: str) -> tuple[ScanColumn, ...] | None:

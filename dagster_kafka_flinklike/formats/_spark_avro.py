@@ -1,7 +1,7 @@
 """The Avro formats' fast path: Spark's own ``from_avro`` in the JVM, Python only where it fails.
 
 Spark's Avro package decodes a datum an order of magnitude faster than a Python worker can.
-When the session has it (see :func:`..spark.has_spark_avro`) and the table's columns are types
+When the session has it (see :func:`..._sessions.has_spark_avro`) and the table's columns are types
 ``from_avro`` yields exactly as declared, each record is first decoded by ``from_avro`` in
 PERMISSIVE mode (null for a datum it cannot read); only those records then reach the Python
 decoder, which reads them the slow way or says why they are dirty. For ``avro-confluent`` the
@@ -48,12 +48,13 @@ def _native(t: FlinkType) -> bool:
     return t.name in _NATIVE
 
 
-def usable(columns: Sequence[Column]) -> bool:
-    """Whether the session has Spark's Avro package and ``from_avro`` yields these columns:
-    native types at any depth, and top-level TIMESTAMP columns."""
+def from_avro_reads(columns: Sequence[Column]) -> bool:
+    """Whether Spark's ``from_avro`` can decode records into ``columns`` in the active session:
+    the session has Spark's Avro package, and the columns are types ``from_avro`` yields as
+    declared (native types at any depth, and top-level TIMESTAMP columns)."""
     from pyspark.sql import SparkSession
 
-    from ..spark import has_spark_avro
+    from .._sessions import has_spark_avro
 
     if not all(_native(c.flink_type) or c.flink_type.name == "TIMESTAMP" for c in columns):
         return False
@@ -177,4 +178,10 @@ def staged(
     return [{jvm: fast}, {python: stage}], (row, F.col(python)[ERROR], F.lit(False))
 
 
-__all__ = ["decode_confluent", "decode_plain", "staged", "subject_writers", "usable"]
+__all__ = [
+    "decode_confluent",
+    "decode_plain",
+    "from_avro_reads",
+    "staged",
+    "subject_writers",
+]

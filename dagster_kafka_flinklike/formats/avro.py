@@ -13,20 +13,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec, avro_schema
+from ..options import Column, avro_schema
 from . import _spark_avro
-from ._python import decode_udf, encode_udf, one_expression, python_stage
+from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages, values_only
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "avro"
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings(NAME, options)
 
 
 def datum_reader(schema: str, encoding: str = "binary") -> Callable[[bytes], Any]:
@@ -86,69 +80,47 @@ def datum_writer(schema: str, encoding: str = "binary") -> Callable[[dict[str, A
     return write
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Records without a value yield no row (as Flink's Avro formats read a null)."""
-    return raw.isNull()
+class Avro(PythonFormat):
+    """The ``avro`` format (see the module's docstring)."""
 
+    name = NAME
+    stage = "avro"
 
-def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> Any:
-    """The per-record fastavro decoder of the table's schema, as a Spark function."""
-    schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
-    encoding = settings["encoding"]
+    def record_decoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
+    ) -> RecordDecoder:
+        """A fastavro reader of the table's schema, per worker."""
+        schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+        encoding = settings["encoding"]
+        return values_only(lambda: datum_reader(schema, encoding))
 
-    def make_decoder() -> Callable[[bytes, Any], Any]:
-        read = datum_reader(schema, encoding)
-        return lambda data, _headers: read(data)
+    def record_encoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any]
+    ) -> RecordEncoder:
+        """A fastavro writer of the columns' schema, per worker."""
+        schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+        encoding = settings["encoding"]
+        return lambda: datum_writer(schema, encoding)
 
-    return decode_udf(make_decoder, columns)
-
-
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it
-    (with Spark's ``from_avro`` first where the session has it: see :mod:`._spark_avro`)."""
-
-    settings = _settings(options)
-    decoder = _python_decoder(columns, settings)
-    legacy = settings["timestamp_mapping.legacy"]
-    if settings["encoding"] == "binary" and _spark_avro.usable(columns):
+    def jvm_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        settings: Mapping[str, Any],
+        prefix: str,
+        headers: SparkColumn | None,
+        side: str,
+    ) -> tuple[Stages, Decoded] | None:
+        """Spark's ``from_avro`` first where the session has it (see :mod:`._spark_avro`)."""
+        if settings["encoding"] != "binary" or not _spark_avro.from_avro_reads(columns):
+            return None
+        legacy = settings["timestamp_mapping.legacy"]
         schema = avro_schema(columns, legacy=legacy, fmt=NAME)
         fast = _spark_avro.decode_plain(raw, schema)
-        return _spark_avro.staged(prefix, fast, raw, decoder, None, columns, legacy)
-    return python_stage(f"{prefix}avro", decoder(raw), False)
+        slow = self.python_decoder(columns, settings, side)
+        return _spark_avro.staged(prefix, fast, raw, slow, None, columns, legacy)
 
 
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record as one expression, decoded in Python
-    (:func:`decode_stages` is the pipeline's path).
+FORMAT = Avro()
 
-    Example:
-        >>> struct, error, _ = decode(F.col("value"), [Column("v", "INT")], {})  # doctest: +SKIP
-    """
-    return one_expression(
-        python_stage("avro", _python_decoder(columns, _settings(options))(raw), False)
-    )
-
-
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """Each row as one Avro datum of the columns' schema.
-
-    Example:
-        >>> value = encode([(F.col("v"), Column("v", "INT"))], {})  # doctest: +SKIP
-    """
-    settings = _settings(options)
-    columns = [c for _, c in fields]
-    schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
-    encoding = settings["encoding"]
-    return encode_udf(lambda: datum_writer(schema, encoding), fields)
-
-
-__all__ = ["datum_reader", "datum_writer", "decode", "decode_stages", "encode", "skipped"]
+__all__ = ["FORMAT", "Avro", "datum_reader", "datum_writer"]

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import redacted_url
-from ..options import Column, FormatSpec, avro_schema
+from ..options import Column, avro_schema
 from . import _registry, _spark_avro
 from ._avro_schema import (
     PRIMITIVES,
@@ -44,21 +44,14 @@ from ._avro_schema import (
     self_contained,
     without_logical_types,
 )
-from ._python import decode_udf, encode_udf, one_expression, python_stage
+from .avro import datum_writer
+from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "avro-confluent"
-#: The format reads the records' headers (schema ids in headers).
-NEEDS_HEADERS = True
 _RETRY_FAILED_FETCH_S = 10.0
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings(NAME, options)
 
 
 def reader_schema(columns: Sequence[Column], settings: Mapping[str, Any]) -> str:
@@ -179,108 +172,90 @@ class _Schemas:
         return found
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Records without a value yield no row (as Flink's Avro formats read a null)."""
-    return raw.isNull()
+class AvroConfluent(PythonFormat):
+    """The ``avro-confluent`` format (see the module's docstring)."""
 
+    name = NAME
+    needs_headers = True
+    stage = "avro"
 
-def _python_decoder(columns: Sequence[Column], settings: Mapping[str, Any], side: str) -> Any:
-    """The per-record decoder (writer schema by id from the registry, resolved into the
-    table's), as a Spark function of the raw bytes (and headers)."""
-    conf = dict(settings["registry"])
-    reader = reader_schema(columns, settings)
+    def __init__(self, written_as: str = NAME) -> None:
+        #: The format the messages of writes name (``debezium-avro-confluent`` writes its
+        #: envelope with this format).
+        self.written_as = written_as
 
-    def make_decoder() -> Callable[[bytes, Any], Any]:
-        import fastavro
-        from fastavro.read import SchemaResolutionError
+    def record_decoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
+    ) -> RecordDecoder:
+        """Per worker: the writer schema by id from the registry, resolved into the table's."""
+        conf = dict(settings["registry"])
+        reader = reader_schema(columns, settings)
 
-        schemas = _Schemas(conf, reader)
+        def make_decoder() -> Callable[[bytes, Any], Any]:
+            import fastavro
+            from fastavro.read import SchemaResolutionError
 
-        def decode(data: bytes, record_headers: Any) -> Any:
-            schema, offset = _registry.writer_id(data, record_headers, side)
-            writer, resolved, convert = schemas.get(schema)
-            try:
-                datum = fastavro.schemaless_reader(io.BytesIO(data[offset:]), writer, resolved)
-            except SchemaResolutionError as exc:
-                raise ValueError(
-                    f"writer schema {schema} cannot be read as the table's schema: {str(exc)[:200]}"
-                ) from None
-            return datum if convert is None else convert(datum)
+            schemas = _Schemas(conf, reader)
 
-        return decode
+            def decode(data: bytes, record_headers: Any) -> Any:
+                schema, offset = _registry.writer_id(data, record_headers, side)
+                writer, resolved, convert = schemas.get(schema)
+                try:
+                    datum = fastavro.schemaless_reader(io.BytesIO(data[offset:]), writer, resolved)
+                except SchemaResolutionError as exc:
+                    raise ValueError(
+                        f"writer schema {schema} cannot be read as the table's schema: "
+                        f"{str(exc)[:200]}"
+                    ) from None
+                return datum if convert is None else convert(datum)
 
-    return decode_udf(make_decoder, columns)
+            return decode
 
+        return make_decoder
 
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-    headers: SparkColumn | None = None,
-    side: str = "value",
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it.
+    def record_encoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any]
+    ) -> RecordEncoder:
+        """The table's schema registered under its subject (on the driver, once per write),
+        then each row framed with its id.
 
-    ``headers`` (the records' headers) let a record carry its schema id in a header. Where the
-    session has Spark's Avro package, records written with a version of the table's subject are
-    decoded by ``from_avro`` first (see :mod:`._spark_avro`).
-    """
+        Raises:
+            KafkaOptionsError: no subject is known (a table of several topics needs
+                ``avro-confluent.subject``).
+            SchemaRegistryClientError: the registry refused the schema or did not answer.
+        """
+        schema = reader_schema(columns, settings)
+        schema_id = register(settings, self.written_as, schema)
 
-    settings = _settings(options)
-    decoder = _python_decoder(columns, settings, side)
-    legacy = settings["timestamp_mapping.legacy"]
-    if _spark_avro.usable(columns):
+        def make_encoder() -> Callable[[dict[str, Any]], bytes]:
+            write = datum_writer(schema)
+            return lambda record: _registry.frame(schema_id, write(record))
+
+        return make_encoder
+
+    def jvm_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        settings: Mapping[str, Any],
+        prefix: str,
+        headers: SparkColumn | None,
+        side: str,
+    ) -> tuple[Stages, Decoded] | None:
+        """Where the session has Spark's Avro package, records written with a version of the
+        table's subject are decoded by ``from_avro`` first (see :mod:`._spark_avro`); a record
+        may also carry its schema id in a header (``headers``)."""
+        if not _spark_avro.from_avro_reads(columns):
+            return None
         writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
-        if writers:
-            fast = _spark_avro.decode_confluent(
-                raw, headers, writers, reader_schema(columns, settings),
-                _registry.header_name(side),
-            )  # fmt: skip
-            return _spark_avro.staged(prefix, fast, raw, decoder, headers, columns, legacy)
-    return python_stage(f"{prefix}avro", decoder(raw, headers), False)
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record as one expression, decoded in Python
-    (:func:`decode_stages` is the pipeline's path).
-
-    Example:
-        >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
-    """
-    decoder = _python_decoder(columns, _settings(options), "value")
-    return one_expression(python_stage("avro", decoder(raw), False))
-
-
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    fmt: str = NAME,
-) -> SparkColumn:
-    """Each row as Confluent-framed Avro, its schema registered under the table's subject
-    (``fmt`` names the format in messages: ``debezium-avro-confluent`` writes its envelope so).
-
-    Example:
-        >>> value = encode([(F.col("v"), Column("v", "INT"))], spec.value_format)  # doctest: +SKIP
-
-    Raises:
-        KafkaOptionsError: no subject is known (a table of several topics needs
-            ``avro-confluent.subject``).
-        SchemaRegistryClientError: the registry refused the schema or did not answer.
-    """
-    settings = _settings(options)
-    schema = reader_schema([c for _, c in fields], settings)
-    schema_id = register(settings, fmt, schema)
-
-    def make_encoder() -> Callable[[dict[str, Any]], bytes]:
-        from .avro import datum_writer
-
-        write = datum_writer(schema)
-        return lambda record: _registry.frame(schema_id, write(record))
-
-    return encode_udf(make_encoder, fields)
+        if not writers:
+            return None
+        fast = _spark_avro.decode_confluent(
+            raw, headers, writers, reader_schema(columns, settings), _registry.header_name(side)
+        )
+        slow = self.python_decoder(columns, settings, side)
+        legacy = settings["timestamp_mapping.legacy"]
+        return _spark_avro.staged(prefix, fast, raw, slow, headers, columns, legacy)
 
 
 def register(settings: Mapping[str, Any], fmt: str, schema: str) -> int:
@@ -302,4 +277,6 @@ def register(settings: Mapping[str, Any], fmt: str, schema: str) -> int:
     )  # fmt: skip
 
 
-__all__ = ["aligned", "decode", "decode_stages", "encode", "reader_schema", "register", "skipped"]
+FORMAT = AvroConfluent()
+
+__all__ = ["FORMAT", "AvroConfluent", "aligned", "reader_schema", "register"]

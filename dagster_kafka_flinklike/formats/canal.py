@@ -12,23 +12,26 @@ evaluates them); the others yield no row and are not decoded. A null or empty va
 row.
 
 Writing, as Flink writes: one record per row, ``{"data": [row], "type": "INSERT"}`` for ``+I``
-and ``+U`` rows, ``"DELETE"`` for ``-U`` and ``-D`` rows.
+and ``+U`` rows, ``"DELETE"`` for ``-U`` and ``-D`` rows. The event's fields
+(:func:`change_event`) are built here for every writer of Canal events: this format and the
+data-ingestion sink (which writes Flink CDC's events: ``UPDATE`` with ``old``, and the
+``database``, ``table`` and ``pkNames`` fields).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
+from ..options import Column
 from . import _changelog as cl
+from .base import Fields, Options, format_settings
 from .json import TEXT_OPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "canal-json"
-CHANGELOG = True
 #: Metadata key → the envelope field holding it and that field's type.
 _FIELDS = {
     "database": ("database", "STRING"),
@@ -42,43 +45,81 @@ _FEWER_OLD = 'the "old" field of an UPDATE has fewer rows than "data"'
 _FILTERS = (("database.include", "database"), ("table.include", "table"))
 
 
-def _filters(options: FormatSpec | Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _filters(options: Options) -> list[tuple[str, str, str]]:
     """(option, envelope field, full-match pattern) of each include filter that is set."""
-    own = cl.settings(NAME, options)
+    own = format_settings(NAME, options)
     return [(o, f, f"^(?:{own[o]})$") for o, f in _FILTERS if own.get(o) is not None]
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Tombstones, and records whose ``database`` / ``table`` the include filters leave out."""
-    from pyspark.sql import functions as F
+def change_event(
+    data: SparkColumn,
+    kind: SparkColumn,
+    row_type: str,
+    *,
+    old: SparkColumn | None = None,
+    database: SparkColumn | None = None,
+    table: SparkColumn | None = None,
+    pk_names: SparkColumn | None = None,
+) -> list[tuple[SparkColumn, Column]]:
+    """The fields of a Canal event, in Canal's order: ``old`` (when given), ``data`` (arrays of
+    rows of Flink ROW type ``row_type``), ``type`` (``kind``) and, when given, ``database``,
+    ``table`` and ``pkNames``.
 
-    out = cl.is_tombstone(raw)
-    text = raw.cast("string")
-    for _, field, pattern in _filters(options):
-        value = F.get_json_object(text, f"$.{field}")
-        out = out | (value.isNotNull() & ~value.rlike(pattern))
-    return out
+    Example:
+        >>> change_event(F.array(F.col("row")), F.lit("INSERT"), "ROW<`id` INT>")  # doctest: +SKIP
+    """
+    rows_t = f"ARRAY<{row_type}>"
+    fields = [] if old is None else [(old, Column("old", rows_t))]
+    fields += [(data, Column("data", rows_t)), (kind, Column("type", "STRING"))]
+    for value, name, type_ in (
+        (database, "database", "STRING"),
+        (table, "table", "STRING"),
+        (pk_names, "pkNames", "ARRAY<STRING>"),
+    ):
+        if value is not None:
+            fields.append((value, Column(name, type_)))
+    return fields
 
 
-def decode_changelog_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    metadata: Sequence[str],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
-    """Decode Canal JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
-    rows_t = f"ARRAY<{cl.row_type(columns)}>"
-    envelope = [Column("data", rows_t), Column("old", rows_t), Column("type", "STRING")]
-    filters = _filters(options)
-    wanted = [_FIELDS[k] for k in metadata] + [(f, "STRING") for _, f, _ in filters]
-    for field, type_ in wanted:
-        if all(c.name != field for c in envelope):
-            envelope.append(Column(field, type_))
+class Canal(cl.JsonChangelogFormat):
+    """The ``canal-json`` format (see the module's docstring)."""
 
-    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+    name = NAME
+
+    def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
+        """Tombstones, and records whose ``database`` / ``table`` the include filters leave out."""
         from pyspark.sql import functions as F
 
+        out = cl.is_tombstone(raw)
+        text = raw.cast("string")
+        for _, field, pattern in _filters(options):
+            value = F.get_json_object(text, f"$.{field}")
+            out = out | (value.isNotNull() & ~value.rlike(pattern))
+        return out
+
+    def envelope(
+        self, columns: Sequence[Column], metadata: Sequence[str], options: Options
+    ) -> list[Column]:
+        """``data``, ``old``, ``type`` and the fields the ``metadata`` keys and the include
+        filters need."""
+        rows_t = f"ARRAY<{cl.row_type(columns)}>"
+        envelope = [Column("data", rows_t), Column("old", rows_t), Column("type", "STRING")]
+        filters = _filters(options)
+        wanted = [_FIELDS[k] for k in metadata] + [(f, "STRING") for _, f, _ in filters]
+        return cl.with_fields(envelope, wanted)
+
+    def interpret(
+        self,
+        parsed: cl.EnvelopeParse,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+    ) -> tuple[Any, Any, Sequence[Any]]:
+        """Canal's ``type`` as changelog rows (see the module's docstring)."""
+        from pyspark.sql import functions as F
+
+        struct, text, stage = parsed.struct, parsed.text, parsed.stage
+        filters = _filters(options)
         data, old = struct["data"], struct["old"]
         # The texts of the 'old' rows, for the fields each names: parsed once, for updates only.
         old_json = F.from_json(text, "struct<old:array<string>>", TEXT_OPTIONS)["old"]
@@ -118,25 +159,18 @@ def decode_changelog_stages(
             values.append(cl.epoch_millis(value) if key.endswith("timestamp") else value)
         return rows, error, values
 
-    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as a Canal event of one row: ``INSERT`` for ``+I``/``+U`` (and rows without
+        a kind), ``DELETE`` for ``-U``/``-D``."""
+        from pyspark.sql import functions as F
+
+        row, row_t = cl.row_struct(fields)
+        kind_text = F.when(cl.is_insert(kind), F.lit("INSERT")).otherwise(F.lit("DELETE"))
+        return cl.encode_envelope(NAME, change_event(F.array(row), kind_text, row_t), options)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None = None,
-) -> SparkColumn:
-    """Each row as a Canal event of one row: ``INSERT`` for ``+I``/``+U`` (and rows without a
-    kind), ``DELETE`` for ``-U``/``-D``."""
-    from pyspark.sql import functions as F
+FORMAT = Canal()
 
-    row, row_t = cl.row_struct(fields)
-    envelope = [
-        (F.array(row), Column("data", f"ARRAY<{row_t}>")),
-        (F.when(cl.is_insert(kind), F.lit("INSERT")).otherwise(F.lit("DELETE")),
-         Column("type", "STRING")),
-    ]  # fmt: skip
-    return cl.encode_envelope(NAME, envelope, options)
-
-
-__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
+__all__ = ["FORMAT", "Canal", "change_event"]

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FlinkType, FormatSpec
-from ..options._rules import CSV_NESTED, csv_column_types
-from .json import Stager, first_error, leaf, leaf_error, leaf_value, timestamp_text
+from ..options import CSV_NESTED, Column, FlinkType, csv_column_types
+from .base import Decoded, Fields, Options, StagedFormat, Stager
+from .json import first_error, leaf, leaf_error, leaf_value, timestamp_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -40,12 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 CORRUPT = "__dkf_corrupt_record"
 #: Text Spark reads as NULL; never written by a user, so only empty fields read as Spark NULL.
 _NO_NULL = "\u0000dkf-no-null-literal\u0000"
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings("csv", options)
 
 
 def _spark_options(settings: Mapping[str, Any]) -> dict[str, str]:
@@ -140,11 +134,9 @@ def _text(raw: SparkColumn) -> SparkColumn:
     return F.when(text.endswith("\n"), F.regexp_replace(text, "\\r?\\n\\z", "")).otherwise(text)
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Records that yield no row: a null or empty value, or a comment when comments are allowed."""
+def _skipped(raw: SparkColumn, settings: Mapping[str, Any]) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    settings = _settings(options)
     out = raw.isNull() | ((F.length(raw) <= F.lit(2)) & (_text(raw) == F.lit("")))
     if settings["allow-comments"]:
         out = out | (raw.substr(1, 1) == F.lit(bytearray(b"#")))
@@ -154,16 +146,16 @@ def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkC
 def _decode(
     raw: SparkColumn,
     columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
+    options: Options,
     stager: Stager,
 ) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
     from pyspark.sql import functions as F
 
     csv_column_types("csv", columns, "format")
-    settings = _settings(options)
+    settings = FORMAT.settings(options)
     n = len(columns)
     if n == 0:
-        return _finish(raw, F.struct(F.lit(True).alias("__dkf_row")), None, settings, options)
+        return _finish(raw, F.struct(F.lit(True).alias("__dkf_row")), None, settings)
     text = _text(raw)
     spark_options = {
         **_spark_options(settings),
@@ -207,41 +199,7 @@ def _decode(
     )
     field_error = first_error(errors)
     error = shape if field_error is None else shape.otherwise(field_error)
-    return _finish(raw, F.struct(*values), error, settings, options)
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """Decode ``raw`` CSV rows into a struct of ``columns``, an error and a tolerated flag.
-
-    Example:
-        >>> struct, error, ok = decode(F.col("value"), [Column("id", "INT")], {})  # doctest: +SKIP
-    """
-    return _decode(raw, columns, options, Stager(None, 0))
-
-
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """:func:`decode` split into projections (see :func:`.json.decode_stages`)."""
-    stager = Stager(prefix, 2)
-    result = _decode(raw, columns, options, stager)
-    return stager.stages, result
-
-
-def native_decoder(
-    columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> NativeCsv | None:
-    """A decoder of whole Arrow batches of values (the record scanner, C) that the reader's
-    tasks run where the bytes are; None when ``columns`` need the per-record decoding only (see
-    :mod:`._scanners`). A record it leaves null goes through :func:`decode_stages`."""
-    from ._scanners import csv_decoder
-
-    return csv_decoder(columns, _settings(options))
+    return _finish(raw, F.struct(*values), error, settings)
 
 
 def _finish(
@@ -249,11 +207,10 @@ def _finish(
     struct: SparkColumn,
     error: SparkColumn | None,
     settings: Mapping[str, Any],
-    options: FormatSpec | Mapping[str, Any],
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
+) -> Decoded:
     from pyspark.sql import functions as F
 
-    out = skipped(raw, options)
+    out = _skipped(raw, settings)
     error = F.when(~out, error if error is not None else F.lit(None).cast("string"))
     tolerated = error.isNotNull() & F.lit(bool(settings["ignore-parse-errors"]))
     return F.when(~out, struct), error, tolerated
@@ -294,17 +251,10 @@ def _encodable(value: SparkColumn, t: FlinkType, settings: Mapping[str, Any]) ->
     return _field_text(value, t, settings)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """The fields as one CSV row per record (no line break), in UTF-8 bytes.
-
-    Example:
-        >>> value = encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
-    """
+def _encode(fields: Fields, options: Options) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    settings = _settings(options)
+    settings = FORMAT.settings(options)
     csv_column_types("csv", [column for _, column in fields], "format")
     prepared = [(_encodable(source, c.flink_type, settings), c) for source, c in fields]
     literal = settings.get("null-literal") or ""
@@ -317,4 +267,43 @@ def encode(
     return text.cast("binary")
 
 
-__all__ = ["decode", "decode_stages", "encode", "native_decoder", "skipped"]
+class Csv(StagedFormat):
+    """The ``csv`` format (see the module's docstring)."""
+
+    name = "csv"
+
+    def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
+        """Records that yield no row: a null or empty value, or a comment when comments are
+        allowed."""
+        return _skipped(raw, self.settings(options))
+
+    def decode_with(
+        self, raw: SparkColumn, columns: Sequence[Column], options: Options, stager: Stager
+    ) -> Decoded:
+        """Decode ``raw`` CSV rows into a struct of ``columns``, an error and a tolerated flag.
+
+        Example:
+            >>> struct, error, ok = FORMAT.decode(F.col("value"), columns, {})  # doctest: +SKIP
+        """
+        return _decode(raw, columns, options, stager)
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeCsv | None:
+        """A decoder of whole Arrow batches of values (the record scanner, C) that the reader's
+        tasks run where the bytes are; None when ``columns`` need the per-record decoding only
+        (see :mod:`._scanners`). A record it leaves null goes through :meth:`decode_stages`."""
+        from ._scanners import csv_decoder
+
+        return csv_decoder(columns, self.settings(options))
+
+    def encode(self, fields: Fields, options: Options) -> SparkColumn:
+        """The fields as one CSV row per record (no line break), in UTF-8 bytes.
+
+        Example:
+            >>> value = FORMAT.encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
+        """
+        return _encode(fields, options)
+
+
+FORMAT = Csv()
+
+__all__ = ["FORMAT", "Csv"]

@@ -9,22 +9,27 @@ Reading, ``op`` says what a record is: ``c`` (insert) and ``r`` (snapshot read) 
 empty value (the tombstone Debezium writes after a delete) yields no row.
 
 Writing, as Flink writes: ``+I`` and ``+U`` rows become ``{"before": null, "after": row, "op":
-"c"}``, ``-U`` and ``-D`` rows ``{"before": row, "after": null, "op": "d"}``.
+"c"}``, ``-U`` and ``-D`` rows ``{"before": row, "after": null, "op": "d"}``. The event's fields
+(:func:`change_event`) and its Kafka Connect schema (:func:`connect_schema`) are built here for
+every writer of Debezium events: this format, ``debezium-avro-confluent`` and the data-ingestion
+sink (which writes Flink CDC's events: ``op`` ``u`` for an update with both images, a ``source``
+and, optionally, the schema).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
+from ..options import Column, FlinkType
 from . import _changelog as cl
+from .base import Fields, Options
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "debezium-json"
-CHANGELOG = True
 #: Why an update or delete without a before image is dirty (Debezium JSON and Avro alike).
 NO_BEFORE = (
     "the \"before\" field of {op} is null (for Debezium's Postgres connector, set the table's "
@@ -44,11 +49,6 @@ _FIELDS = {
     "source.table": ("source", "MAP<STRING, STRING>", True),
     "source.properties": ("source", "MAP<STRING, STRING>", True),
 }
-
-
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Tombstones (null or empty values) yield no row."""
-    return cl.is_tombstone(raw)
 
 
 def _envelope(
@@ -87,44 +87,160 @@ def _metadata_value(key: str, root: SparkColumn, payload: SparkColumn) -> SparkC
     return source
 
 
-def decode_changelog_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    metadata: Sequence[str],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
-    """Decode Debezium JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
-    schema_include = bool(cl.settings(NAME, options)["schema-include"])
+#: The type of the ``source`` block of a data-ingestion sink's events.
+SOURCE_TYPE = "ROW<`db` STRING, `table` STRING>"
 
-    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+
+def change_event(
+    before: SparkColumn,
+    after: SparkColumn,
+    op: SparkColumn,
+    row_type: str,
+    source: SparkColumn | None = None,
+) -> list[tuple[SparkColumn, Column]]:
+    """The fields of a Debezium change event, in Debezium's order: ``before`` and ``after``
+    (images of Flink ROW type ``row_type``), ``op`` and, when given, ``source``.
+
+    Example:
+        >>> change_event(F.lit(None), F.col("row"), F.lit("c"), "ROW<`id` INT>")  # doctest: +SKIP
+    """
+    fields = [
+        (before, Column("before", row_type)),
+        (after, Column("after", row_type)),
+        (op, Column("op", "STRING")),
+    ]
+    if source is not None:
+        fields.append((source, Column("source", SOURCE_TYPE)))
+    return fields
+
+
+def with_connect_schema(payload: SparkColumn, columns: Mapping[str, FlinkType]) -> SparkColumn:
+    """An event's JSON ``payload`` wrapped as ``{"schema": ..., "payload": ...}`` with the Kafka
+    Connect schema of images holding ``columns`` (Kafka Connect's ``schemas.enable``)."""
+    from pyspark.sql import functions as F
+
+    head = f'{{"schema":{connect_schema(columns)},"payload":'
+    return F.concat(F.lit(head), payload.cast("string"), F.lit("}")).cast("binary")
+
+
+def _connect_type(t: FlinkType) -> dict[str, Any]:
+    """The Kafka Connect schema of one Flink type, as Flink CDC's Debezium sink writes it."""
+    name = t.name
+    if name in ("TINYINT", "SMALLINT"):
+        return {"type": "int16"}
+    simple = {"INT": "int32", "BIGINT": "int64", "BOOLEAN": "boolean", "FLOAT": "float",
+              "DOUBLE": "double"}  # fmt: skip
+    if name in simple:
+        return {"type": simple[name]}
+    if name == "DECIMAL":
+        precision, scale = (*t.params, 10, 0)[:2] if t.params else (10, 0)
+        return {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "version": 1,
+            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
+        }
+    if name == "DATE":
+        return {"type": "int32", "name": "io.debezium.time.Date", "version": 1}
+    if name == "TIME":
+        return {"type": "int64", "name": "io.debezium.time.MicroTime", "version": 1}
+    if name == "TIMESTAMP":
+        micro = (t.params[0] if t.params else 6) > 3
+        kind = "MicroTimestamp" if micro else "Timestamp"
+        return {"type": "int64", "name": f"io.debezium.time.{kind}", "version": 1}
+    if name == "TIMESTAMP_LTZ":
+        return {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "version": 1}
+    if name in ("BYTES", "BINARY", "VARBINARY"):
+        return {"type": "bytes"}
+    if name in ("ARRAY", "MULTISET"):
+        return {"type": "array", "items": _connect_field(None, t.children[0])}
+    if name == "MAP":
+        key, value = t.children
+        return {
+            "type": "map",
+            "keys": _connect_field(None, key),
+            "values": _connect_field(None, value),
+        }
+    if name == "ROW":
+        fields = [_connect_field(n, c) for n, c in zip(t.field_names, t.children, strict=True)]
+        return {"type": "struct", "fields": fields}
+    return {"type": "string"}
+
+
+def _connect_field(name: str | None, t: FlinkType) -> dict[str, Any]:
+    out = {**_connect_type(t), "optional": t.nullable}
+    if name is not None:
+        out["field"] = name
+    return out
+
+
+def connect_schema(columns: Mapping[str, FlinkType]) -> str:
+    """The Kafka Connect schema of a Debezium envelope whose ``before`` and ``after`` hold
+    ``columns``, as JSON text.
+
+    Example:
+        >>> connect_schema({"id": FlinkType("BIGINT", nullable=False)})[:60]
+        '{"type":"struct","fields":[{"type":"struct","fields":[{"type"'
+    """
+    fields = [_connect_field(n, t) for n, t in columns.items()]
+    images = [
+        {"type": "struct", "fields": fields, "optional": True, "field": f}
+        for f in ("before", "after")
+    ]
+    schema = {"type": "struct", "fields": images, "optional": False}
+    return json.dumps(schema, separators=(",", ":"))
+
+
+class Debezium(cl.JsonChangelogFormat):
+    """The ``debezium-json`` format (see the module's docstring)."""
+
+    name = NAME
+
+    def envelope(
+        self, columns: Sequence[Column], metadata: Sequence[str], options: Options
+    ) -> list[Column]:
+        """The event's images and ``op`` (in its ``payload`` with ``schema-include``) and the
+        fields of the ``metadata`` keys."""
+        return _envelope(columns, metadata, bool(self.settings(options)["schema-include"]))
+
+    def interpret(
+        self,
+        parsed: cl.EnvelopeParse,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+    ) -> tuple[Any, Any, Sequence[Any]]:
+        """Debezium's ``op`` as changelog rows (see the module's docstring)."""
         from pyspark.sql import functions as F
 
+        schema_include = bool(self.settings(options)["schema-include"])
+        struct = parsed.struct
         payload = struct["payload"] if schema_include else struct
         operations = cl.before_after(
             payload["before"], payload["after"], (("c", "r"), "u", "d"), NO_BEFORE
         )
         rows, error = cl.dispatch(payload["op"], "op", operations)
         if schema_include:
-            missing = F.when(
-                payload.isNull(),
-                F.lit(_NO_PAYLOAD),
-            )
-            error = F.coalesce(missing, error)
+            error = F.coalesce(F.when(payload.isNull(), F.lit(_NO_PAYLOAD)), error)
         return rows, error, [_metadata_value(k, struct, payload) for k in metadata]
 
-    envelope = _envelope(columns, metadata, schema_include)
-    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as a Debezium event: ``op`` ``c`` with ``after`` for ``+I``/``+U`` (and
+        rows without a kind), ``d`` with ``before`` for ``-U``/``-D``."""
+        event = change_event(*cl.images(fields, kind, "c", "d"))
+        return cl.encode_envelope(NAME, event, options)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None = None,
-) -> SparkColumn:
-    """Each row as a Debezium event: ``op`` ``c`` with ``after`` for ``+I``/``+U`` (and rows
-    without a kind), ``d`` with ``before`` for ``-U``/``-D``."""
-    return cl.encode_before_after(NAME, fields, options, kind, ("op", "c", "d"))
+FORMAT = Debezium()
 
-
-__all__ = ["CHANGELOG", "NO_BEFORE", "decode_changelog_stages", "encode", "skipped"]
+__all__ = [
+    "FORMAT",
+    "NO_BEFORE",
+    "SOURCE_TYPE",
+    "Debezium",
+    "change_event",
+    "connect_schema",
+    "with_connect_schema",
+]

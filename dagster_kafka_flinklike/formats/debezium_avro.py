@@ -18,26 +18,23 @@ derived one, or ``debezium-avro-confluent.schema``) registered under the subject
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
 from ..options import Column, FormatSpec
 from . import _changelog as cl
-from . import avro_confluent
-from .debezium import NO_BEFORE
+from .avro_confluent import AvroConfluent
+from .base import Fields, Options, Stages, format_settings
+from .debezium import NO_BEFORE, change_event
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "debezium-avro-confluent"
-CHANGELOG = True
 _ENVELOPE_FIELDS = ("before", "after", "op")
-
-
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Tombstones (null or empty values) yield no row."""
-    return cl.is_tombstone(raw)
+#: The format the envelope is read and written with.
+_AVRO = AvroConfluent(written_as=NAME)
 
 
 def _envelope(columns: Sequence[Column]) -> list[Column]:
@@ -46,10 +43,10 @@ def _envelope(columns: Sequence[Column]) -> list[Column]:
     return [Column("before", row), Column("after", row), Column("op", "STRING")]
 
 
-def _avro(options: FormatSpec | Mapping[str, Any]) -> FormatSpec:
+def _avro(options: Options) -> FormatSpec:
     """The ``avro-confluent`` settings the envelope is read and written with (Flink's legacy
     timestamp mapping: Debezium's Avro formats have no other)."""
-    settings = dict(cl.settings(NAME, options))
+    settings = dict(format_settings(NAME, options))
     given = settings.get("schema")
     if given:
         fields = [f.get("name") for f in json.loads(given).get("fields", [])]
@@ -63,47 +60,53 @@ def _avro(options: FormatSpec | Mapping[str, Any]) -> FormatSpec:
     return FormatSpec("avro-confluent", {}, settings)
 
 
-def decode_changelog_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    metadata: Sequence[str],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
-    """Decode Debezium Avro into changelog rows of ``columns`` (the format has no metadata
-    keys here: ``metadata`` is empty).
+class DebeziumAvro(cl.ChangelogFormat):
+    """The ``debezium-avro-confluent`` format (see the module's docstring)."""
 
-    Raises:
-        KafkaOptionsError: ``debezium-avro-confluent.schema`` is not Debezium's envelope.
-    """
-    from pyspark.sql import functions as F
+    name = NAME
 
-    stages, (envelope, error, _) = avro_confluent.decode_stages(
-        raw, _envelope(columns), _avro(options), prefix or "__dkf_"
-    )
-    operations = cl.before_after(
-        envelope["before"], envelope["after"], (("c", "r"), "u", "d"), NO_BEFORE
-    )
-    rows, op_error = cl.dispatch(envelope["op"], "op", operations)
-    error = F.when(~cl.is_tombstone(raw), F.coalesce(error, op_error))
-    return stages, (F.when(error.isNull(), rows), None, error, F.lit(False))
+    def decode_changelog_stages(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+        prefix: str | None = None,
+    ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
+        """Decode Debezium Avro into changelog rows of ``columns`` (the format has no metadata
+        keys here: ``metadata`` is empty).
+
+        Raises:
+            KafkaOptionsError: ``debezium-avro-confluent.schema`` is not Debezium's envelope.
+        """
+        from pyspark.sql import functions as F
+
+        stages, (envelope, error, _) = _AVRO.decode_stages(
+            raw, _envelope(columns), _avro(options), prefix or "__dkf_"
+        )
+        operations = cl.before_after(
+            envelope["before"], envelope["after"], (("c", "r"), "u", "d"), NO_BEFORE
+        )
+        rows, op_error = cl.dispatch(envelope["op"], "op", operations)
+        error = F.when(~cl.is_tombstone(raw), F.coalesce(error, op_error))
+        return stages, (F.when(error.isNull(), rows), None, error, F.lit(False))
+
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as a Debezium Avro event in Confluent's framing: ``op`` ``c`` with ``after``
+        for ``+I``/``+U`` (and rows without a kind), ``d`` with ``before`` for ``-U``/``-D``.
+
+        Raises:
+            KafkaOptionsError: no subject is known, or ``debezium-avro-confluent.schema`` is not
+                Debezium's envelope.
+            SchemaRegistryClientError: the registry refused the envelope's schema or did not
+                answer.
+        """
+        event = change_event(*cl.images(fields, kind, "c", "d"))
+        return _AVRO.encode(event, _avro(options))
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None = None,
-) -> SparkColumn:
-    """Each row as a Debezium Avro event in Confluent's framing: ``op`` ``c`` with ``after`` for
-    ``+I``/``+U`` (and rows without a kind), ``d`` with ``before`` for ``-U``/``-D``.
+FORMAT = DebeziumAvro()
 
-    Raises:
-        KafkaOptionsError: no subject is known, or ``debezium-avro-confluent.schema`` is not
-            Debezium's envelope.
-        SchemaRegistryClientError: the registry refused the envelope's schema or did not answer.
-    """
-    envelope = cl.before_after_envelope(fields, kind, ("op", "c", "d"))
-    return avro_confluent.encode(envelope, _avro(options), fmt=NAME)
-
-
-__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
+__all__ = ["FORMAT", "DebeziumAvro"]

@@ -29,10 +29,12 @@ map cannot hold a null key.
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from ..options import Column, FlinkType, FormatSpec, spark_type
+from ..options import Column, FlinkType, spark_type
+from ._patterns import DATE, NUMBER, TIME, TIMESTAMP
+from .base import Decoded, Fields, Options, StagedFormat, Stager
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -48,14 +50,6 @@ _BINARY = {"BYTES", "VARBINARY", "BINARY"}
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 _FLOATING = {"FLOAT", "DOUBLE"}
 _NESTED = {"ROW", "ARRAY", "MULTISET", "MAP"}
-_DATE = r"^\d{4}-\d{2}-\d{2}$"
-#: HH:mm:ss[.fraction] naming a time of day (Flink refuses 24:00:00, 12:60:00 and 12:00:60).
-_TIME = r"^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?$"
-_TIMESTAMP = {
-    "SQL": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?",
-    "ISO-8601": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?",
-}
-_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
 #: Spark's JSON reader, made as strict as Flink's (Jackson defaults): no NaN tokens, no quotes.
 PARSE_OPTIONS = {
     "mode": "PERMISSIVE",
@@ -65,12 +59,6 @@ PARSE_OPTIONS = {
 }
 #: The same reader for texts that are known to be JSON objects (no corrupt-record column).
 TEXT_OPTIONS = {k: v for k, v in PARSE_OPTIONS.items() if k != "columnNameOfCorruptRecord"}
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings("json", options)
 
 
 def _none() -> SparkColumn:
@@ -130,7 +118,7 @@ def timestamp_value(text: SparkColumn, t: FlinkType, standard: str) -> SparkColu
     """A TIMESTAMP (wall clock) or TIMESTAMP_LTZ (``...Z``, UTC) from Flink's text, else null."""
     from pyspark.sql import functions as F
 
-    pattern = _TIMESTAMP[standard]
+    pattern = TIMESTAMP[standard]
     if t.name == "TIMESTAMP_LTZ":
         return F.when(text.rlike(pattern + "Z$"), text.try_cast("timestamp"))
     return F.when(text.rlike(pattern + "$"), text.try_cast("timestamp_ntz"))
@@ -151,13 +139,13 @@ def leaf_value(text: SparkColumn, t: FlinkType, path: str, standard: str) -> Spa
         return F.trim(text).try_cast(spark_type(t))
     if name == "DECIMAL":
         precision, scale = _decimal(t)
-        return F.when(text.rlike(_NUMBER), F.trim(text).try_cast(f"decimal({precision},{scale})"))
+        return F.when(text.rlike(NUMBER), F.trim(text).try_cast(f"decimal({precision},{scale})"))
     if name in _BINARY:
         return F.try_to_binary(text, F.lit("base64"))
     if name == "DATE":
-        return F.when(text.rlike(_DATE), text.try_cast("date"))
+        return F.when(text.rlike(DATE), text.try_cast("date"))
     if name == "TIME":
-        return F.when(text.rlike(_TIME), text)
+        return F.when(text.rlike(TIME), text)
     if name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         return timestamp_value(text, t, standard)
     from ..errors import KafkaOptionsError
@@ -178,7 +166,7 @@ def leaf_error(
     if t.name in _STRING or t.name == "BOOLEAN":
         return None
     if t.name == "DECIMAL":
-        return F.when(text.isNotNull() & ~text.rlike(_NUMBER), invalid(text, path, t))
+        return F.when(text.isNotNull() & ~text.rlike(NUMBER), invalid(text, path, t))
     return F.when(text.isNotNull() & value.isNull(), invalid(text, path, t))
 
 
@@ -394,7 +382,7 @@ def _record_error(text: SparkColumn, columns: Sequence[Column]) -> SparkColumn:
     )
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
+def _skipped(raw: SparkColumn) -> SparkColumn:
     """Records that yield no row: a null value, an empty one, or the JSON literal ``null``."""
     from pyspark.sql import functions as F
 
@@ -402,40 +390,16 @@ def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkC
     return raw.isNull() | (short & F.trim(raw.cast("string")).isin("", "null"))
 
 
-class Stager:
-    """Intermediate columns of a decode, computed once in their own projections.
-
-    Spark evaluates an expression again wherever it is repeated inside conditional or
-    higher-order expressions; naming the parse result (and the converted values) as columns of
-    earlier projections makes every later reference a plain column read. Without a ``prefix``
-    nothing is staged and :meth:`put` returns the expression itself.
-    """
-
-    def __init__(self, prefix: str | None, levels: int) -> None:
-        self.prefix = prefix
-        self.stages: list[dict[str, SparkColumn]] = [{} for _ in range(levels)]
-
-    def put(self, level: int, name: str, expr: SparkColumn) -> SparkColumn:
-        """The column for ``expr``, staged at ``level`` (0 first) when staging."""
-        from pyspark.sql import functions as F
-
-        if self.prefix is None:
-            return expr
-        full = f"{self.prefix}{name}"
-        self.stages[level][full] = expr
-        return F.col(full)
-
-
 def _decode(
     raw: SparkColumn,
     columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
+    options: Options,
     stager: Stager,
 ) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    settings = _settings(options)
+    settings = FORMAT.settings(options)
     standard = settings["timestamp-format.standard"]
     text = raw.cast("string")
     schema = T.StructType(
@@ -471,60 +435,11 @@ def _decode(
     error = F.when(corrupt, reason)
     if field_error is not None:
         error = error.otherwise(field_error)
-    out = skipped(raw, options)
+    out = _skipped(raw)
     struct = F.struct(*values) if values else F.struct(F.lit(True).alias("__dkf_row"))
     error = F.when(~out, error)
     tolerated = error.isNotNull() & F.lit(bool(settings["ignore-parse-errors"]))
     return F.when(~out, struct), error, tolerated
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """Decode ``raw`` JSON bytes into a struct of ``columns``, an error and a tolerated flag.
-
-    Example:
-        >>> struct, error, ok = decode(F.col("value"), [Column("id", "INT")], {})  # doctest: +SKIP
-    """
-    return _decode(raw, columns, options, Stager(None, 0))
-
-
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """:func:`decode` split into projections: the stages to add, in order, then the result.
-
-    Each stage maps new column names (starting with ``prefix``) to expressions over ``raw``'s
-    frame and the earlier stages; the result's expressions read those columns.
-    """
-    stager = Stager(prefix, 2)
-    result = _decode(raw, columns, options, stager)
-    return stager.stages, result
-
-
-def native_decoder(
-    columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> NativeJson | None:
-    """A decoder of whole Arrow batches of values (Arrow's C++ JSON parser) that the reader's
-    tasks run where the bytes are; None when ``columns`` need the per-record decoding only
-    (see :mod:`._arrow_json`). A record it leaves null goes through :func:`decode_stages`."""
-    from ._arrow_json import native_decoder as arrow_decoder
-
-    return arrow_decoder(columns, _settings(options))
-
-
-def decode_with(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    stager: Stager,
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """:func:`decode` with the caller's :class:`Stager`, for formats whose records are JSON
-    documents of their own shape (the changelog formats decode their envelopes with it)."""
-    return _decode(raw, columns, options, stager)
 
 
 def timestamp_text(value: SparkColumn, t: FlinkType, standard: str) -> SparkColumn:
@@ -620,17 +535,10 @@ def _json_text(value: SparkColumn, t: FlinkType, ignore_nulls: bool) -> SparkCol
     return _scalar_json(value)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """The fields as one JSON object per row (named by each ``Column``), in UTF-8 bytes.
-
-    Example:
-        >>> value = encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
-    """
+def _encode(fields: Fields, options: Options) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    settings = _settings(options)
+    settings = FORMAT.settings(options)
     standard = settings["timestamp-format.standard"]
     ignore_nulls = bool(settings["encode.ignore-null-fields"])
     stamps = {"TIMESTAMP", "TIMESTAMP_LTZ"}
@@ -661,4 +569,55 @@ def _as_text(t: FlinkType) -> FlinkType:
     return FlinkType(t.name, t.params, tuple(_as_text(c) for c in t.children), t.field_names)
 
 
-__all__ = ["decode", "decode_stages", "decode_with", "encode", "skipped"]
+class Json(StagedFormat):
+    """The ``json`` format (see the module's docstring)."""
+
+    name = "json"
+
+    def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
+        """Records that yield no row: a null value, an empty one, or the JSON literal
+        ``null``."""
+        return _skipped(raw)
+
+    def decode_with(
+        self, raw: SparkColumn, columns: Sequence[Column], options: Options, stager: Stager
+    ) -> Decoded:
+        """Decode ``raw`` JSON bytes into a struct of ``columns``, an error and a tolerated
+        flag; the changelog formats decode their envelopes with it too.
+
+        Example:
+            >>> columns = [Column("id", "INT")]
+            >>> struct, error, ok = FORMAT.decode(F.col("value"), columns, {})  # doctest: +SKIP
+        """
+        return _decode(raw, columns, options, stager)
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeJson | None:
+        """A decoder of whole Arrow batches of values (Arrow's C++ JSON parser) that the
+        reader's tasks run where the bytes are; None when ``columns`` need the per-record
+        decoding only (see :mod:`._arrow_json`). A record it leaves null goes through
+        :meth:`decode_stages`."""
+        from ._arrow_json import native_decoder as arrow_decoder
+
+        return arrow_decoder(columns, self.settings(options))
+
+    def encode(self, fields: Fields, options: Options) -> SparkColumn:
+        """The fields as one JSON object per row (named by each ``Column``), in UTF-8 bytes.
+
+        Example:
+            >>> value = FORMAT.encode([(F.col("id"), Column("id", "INT"))], {})  # doctest: +SKIP
+        """
+        return _encode(fields, options)
+
+
+FORMAT = Json()
+
+__all__ = [
+    "FORMAT",
+    "Json",
+    "first_error",
+    "leaf",
+    "leaf_error",
+    "leaf_value",
+    "snippet",
+    "timestamp_text",
+]

@@ -13,18 +13,18 @@ Writing, as Flink writes: ``{"data": row, "type": "insert"}`` for ``+I`` and ``+
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
+from ..options import Column
 from . import _changelog as cl
+from .base import Fields, Options
 from .json import TEXT_OPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "maxwell-json"
-CHANGELOG = True
 _NO_OLD = 'the "old" field of an update is missing'
 #: Metadata key → the envelope field holding it and that field's type.
 _FIELDS = {
@@ -35,33 +35,36 @@ _FIELDS = {
 }
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Tombstones (null or empty values) yield no row."""
-    return cl.is_tombstone(raw)
+class Maxwell(cl.JsonChangelogFormat):
+    """The ``maxwell-json`` format (see the module's docstring)."""
 
+    name = NAME
 
-def decode_changelog_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    metadata: Sequence[str],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
-    """Decode Maxwell JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
-    row_t = cl.row_type(columns)
-    envelope = [Column("data", row_t), Column("old", row_t), Column("type", "STRING")]
-    for key in metadata:
-        field, type_ = _FIELDS[key]
-        if all(c.name != field for c in envelope):
-            envelope.append(Column(field, type_))
+    def envelope(
+        self, columns: Sequence[Column], metadata: Sequence[str], options: Options
+    ) -> list[Column]:
+        """``data``, ``old``, ``type`` and the fields of the ``metadata`` keys."""
+        row_t = cl.row_type(columns)
+        envelope = [Column("data", row_t), Column("old", row_t), Column("type", "STRING")]
+        return cl.with_fields(envelope, [_FIELDS[key] for key in metadata])
 
-    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+    def interpret(
+        self,
+        parsed: cl.EnvelopeParse,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+    ) -> tuple[Any, Any, Sequence[Any]]:
+        """Maxwell's ``type`` as changelog rows (see the module's docstring)."""
         from pyspark.sql import functions as F
 
+        struct = parsed.struct
         data, old = struct["data"], struct["old"]
         # The fields 'old' names: parsed once, for updates only.
-        old_json = F.from_json(text, "struct<old:string>", TEXT_OPTIONS)["old"]
-        old_keys = stage("old_keys", F.when(struct["type"] == "update", cl.object_keys(old_json)))
+        old_json = F.from_json(parsed.text, "struct<old:string>", TEXT_OPTIONS)["old"]
+        old_keys = parsed.stage(
+            "old_keys", F.when(struct["type"] == "update", cl.object_keys(old_json))
+        )
         before = cl.before_image(data, old, old_keys, columns)
 
         def no_data(op: str) -> tuple[SparkColumn, str]:
@@ -86,25 +89,22 @@ def decode_changelog_stages(
             values.append(F.timestamp_seconds(value) if key == "ingestion-timestamp" else value)
         return rows, error, values
 
-    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as a Maxwell event: ``insert`` for ``+I``/``+U`` (and rows without a kind),
+        ``delete`` for ``-U``/``-D``."""
+        from pyspark.sql import functions as F
+
+        row, row_t = cl.row_struct(fields)
+        envelope = [
+            (row, Column("data", row_t)),
+            (F.when(cl.is_insert(kind), F.lit("insert")).otherwise(F.lit("delete")),
+             Column("type", "STRING")),
+        ]  # fmt: skip
+        return cl.encode_envelope(NAME, envelope, options)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None = None,
-) -> SparkColumn:
-    """Each row as a Maxwell event: ``insert`` for ``+I``/``+U`` (and rows without a kind),
-    ``delete`` for ``-U``/``-D``."""
-    from pyspark.sql import functions as F
+FORMAT = Maxwell()
 
-    row, row_t = cl.row_struct(fields)
-    envelope = [
-        (row, Column("data", row_t)),
-        (F.when(cl.is_insert(kind), F.lit("insert")).otherwise(F.lit("delete")),
-         Column("type", "STRING")),
-    ]  # fmt: skip
-    return cl.encode_envelope(NAME, envelope, options)
-
-
-__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
+__all__ = ["FORMAT", "Maxwell"]

@@ -12,17 +12,17 @@ Writing, as Flink writes: ``+I`` and ``+U`` rows become ``{"before": null, "afte
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
+from ..options import Column
 from . import _changelog as cl
+from .base import Fields, Options
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
 
 NAME = "ogg-json"
-CHANGELOG = True
 #: Metadata key → the envelope field holding it and that field's type.
 _FIELDS = {
     "table": "STRING",
@@ -34,11 +34,6 @@ _FIELDS = {
 }
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Tombstones (null or empty values) yield no row."""
-    return cl.is_tombstone(raw)
-
-
 def _instant(text: SparkColumn) -> SparkColumn:
     """GoldenGate's timestamp text (``2020-05-13 15:40:06.000000``, UTC), or epoch millis."""
     from pyspark.sql import functions as F
@@ -47,37 +42,47 @@ def _instant(text: SparkColumn) -> SparkColumn:
     return F.when(text.rlike(r"^\d+$"), cl.epoch_millis(text)).otherwise(iso)
 
 
-def decode_changelog_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    metadata: Sequence[str],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str | None = None,
-) -> tuple[list[dict[str, SparkColumn]], tuple[Any, Any, Any, Any]]:
-    """Decode GoldenGate JSON into changelog rows of ``columns`` and the ``metadata`` keys."""
-    row_t = cl.row_type(columns)
-    envelope = [Column("before", row_t), Column("after", row_t), Column("op_type", "STRING")]
-    for key in metadata:
-        if all(c.name != key for c in envelope):
-            envelope.append(Column(key, _FIELDS[key]))
+class GoldenGate(cl.JsonChangelogFormat):
+    """The ``ogg-json`` format (see the module's docstring)."""
 
-    def interpret(struct: SparkColumn, text: SparkColumn, stage: Any) -> tuple[Any, Any, list]:
+    name = NAME
+
+    def envelope(
+        self, columns: Sequence[Column], metadata: Sequence[str], options: Options
+    ) -> list[Column]:
+        """``before``, ``after``, ``op_type`` and the fields of the ``metadata`` keys."""
+        row_t = cl.row_type(columns)
+        envelope = [Column("before", row_t), Column("after", row_t), Column("op_type", "STRING")]
+        return cl.with_fields(envelope, [(key, _FIELDS[key]) for key in metadata])
+
+    def interpret(
+        self,
+        parsed: cl.EnvelopeParse,
+        columns: Sequence[Column],
+        metadata: Sequence[str],
+        options: Options,
+    ) -> tuple[Any, Any, Sequence[Any]]:
+        """GoldenGate's ``op_type`` as changelog rows (see the module's docstring)."""
+        struct = parsed.struct
         operations = cl.before_after(struct["before"], struct["after"], (("I",), "U", "D"))
         rows, error = cl.dispatch(struct["op_type"], "op_type", operations)
         values = [_instant(struct[k]) if k.endswith("_ts") else struct[k] for k in metadata]
         return rows, error, values
 
-    return cl.decode_envelope(NAME, raw, envelope, options, prefix, interpret)
+    def encode(
+        self, fields: Fields, options: Options, kind: SparkColumn | None = None
+    ) -> SparkColumn:
+        """Each row as a GoldenGate operation: ``I`` with ``after`` for ``+I``/``+U`` (and rows
+        without a kind), ``D`` with ``before`` for ``-U``/``-D``."""
+        before, after, op, row_t = cl.images(fields, kind, "I", "D")
+        envelope = [
+            (before, Column("before", row_t)),
+            (after, Column("after", row_t)),
+            (op, Column("op_type", "STRING")),
+        ]
+        return cl.encode_envelope(NAME, envelope, options)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]],
-    options: FormatSpec | Mapping[str, Any],
-    kind: SparkColumn | None = None,
-) -> SparkColumn:
-    """Each row as a GoldenGate operation: ``I`` with ``after`` for ``+I``/``+U`` (and rows
-    without a kind), ``D`` with ``before`` for ``-U``/``-D``."""
-    return cl.encode_before_after(NAME, fields, options, kind, ("op_type", "I", "D"))
+FORMAT = GoldenGate()
 
-
-__all__ = ["CHANGELOG", "decode_changelog_stages", "encode", "skipped"]
+__all__ = ["FORMAT", "GoldenGate"]

@@ -1,8 +1,8 @@
 """The ``protobuf`` format: each record is one serialized message of a known type.
 
 As Flink's ``protobuf`` format, with the message's definition taken from a descriptor set
-(``protobuf.descriptor-file``, see :mod:`..options._protobuf`) instead of a generated Java
-class. Columns map to fields by name with Flink's type mapping, checked when the table is
+(``protobuf.descriptor-file``, see :mod:`..options.protobuf_descriptors`) instead of a generated
+Java class. Columns map to fields by name with Flink's type mapping, checked when the table is
 declared: ROW ↔ message, ARRAY ↔ repeated, MAP ↔ map, an enum ↔ its name (CHAR/VARCHAR/STRING)
 or number (TINYINT..BIGINT), ``uint32``/``fixed32`` ↔ INT and ``uint64``/``fixed64`` ↔ BIGINT
 (the same bits, as Java reads them: values above the signed range read negative).
@@ -26,12 +26,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FlinkType, FormatSpec
-from ..options._protobuf import SCALAR_TYPES, check_columns, is_map_field, message_descriptor
-from ._python import decode_udf, encode_udf, one_expression, python_stage, row_type
+from ..options import Column, FlinkType
+from ..options.protobuf_descriptors import (
+    SCALAR_TYPES,
+    check_columns,
+    is_map_field,
+    message_descriptor,
+)
+from ._python import row_type
+from .base import PythonFormat, RecordDecoder, RecordEncoder, values_only
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column as SparkColumn
+    pass
 
 NAME = "protobuf"
 Read = Callable[[Any], Any]
@@ -39,12 +45,6 @@ Write = Callable[[Any], Any]
 _UNSIGNED = {4: 64, 6: 64, 7: 32, 13: 32}  # uint64, fixed64, fixed32, uint32 → bits
 _TEXT = SCALAR_TYPES["string"]
 _DEFAULTS = {1: 0.0, 2: 0.0, 8: False, 12: b""}  # double, float, bool, bytes; integers: 0
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings(NAME, options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,73 +283,42 @@ def record_writer(columns: Sequence[Column], settings: Mapping[str, Any]) -> Wri
     return serialize
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Records without a value yield no row (as Flink's protobuf format reads a null); an empty
-    value is a message with no field set."""
-    return raw.isNull()
+class Protobuf(PythonFormat):
+    """The ``protobuf`` format (see the module's docstring)."""
+
+    name = NAME
+    stage = "protobuf"
+
+    def check(self, columns: Sequence[Column], settings: Mapping[str, Any]) -> None:
+        """Every column is a field of the message, of a type that holds it.
+
+        Raises:
+            KafkaOptionsError: a column is no field of the message, or cannot hold it.
+        """
+        check_columns(settings, columns, "format", fmt=self.name)
+
+    def record_decoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
+    ) -> RecordDecoder:
+        """Per worker: the message parsed from the record's bytes (:func:`record_reader`)."""
+        conf = dict(settings)
+        return values_only(lambda: record_reader(columns, conf))
+
+    def record_encoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any]
+    ) -> RecordEncoder:
+        """Per worker: each row serialized as one message (:func:`record_writer`)."""
+        conf = dict(settings)
+        return lambda: record_writer(columns, conf)
 
 
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it.
-
-    Raises:
-        KafkaOptionsError: a column is no field of the message, or cannot hold it.
-    """
-
-    settings = _settings(options)
-    check_columns(settings, columns, "format")
-    conf = dict(settings)
-
-    def make_decoder() -> Callable[[bytes, Any], Any]:
-        read = record_reader(columns, conf)
-        return lambda data, _headers: read(data)
-
-    stage = decode_udf(make_decoder, columns)(raw)
-    return python_stage(f"{prefix}protobuf", stage, bool(settings["ignore-parse-errors"]))
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record (one expression; prefer the stages).
-
-    Example:
-        >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
-    """
-    return one_expression(decode_stages(raw, columns, options, ""))
-
-
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """Each row as one serialized message.
-
-    Example:
-        >>> fields = [(F.col("id"), Column("id", "BIGINT"))]  # doctest: +SKIP
-        >>> value = encode(fields, spec.value_format)  # doctest: +SKIP
-
-    Raises:
-        KafkaOptionsError: a column is no field of the message, or cannot hold it.
-    """
-    settings = _settings(options)
-    columns = [c for _, c in fields]
-    check_columns(settings, columns, "format")
-    conf = dict(settings)
-    return encode_udf(lambda: record_writer(columns, conf), fields)
-
+FORMAT = Protobuf()
 
 __all__ = [
-    "decode",
-    "decode_stages",
-    "encode",
+    "FORMAT",
+    "Protobuf",
     "message_reader",
     "message_writer",
     "record_reader",
     "record_writer",
-    "skipped",
 ]

@@ -25,24 +25,16 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FormatSpec
-from ..options._protobuf import check_columns, file_protos, message_descriptor
+from ..options import Column
+from ..options.protobuf_descriptors import file_protos, message_descriptor
 from . import _registry
-from ._python import decode_udf, encode_udf, one_expression, python_stage
-from .protobuf import record_reader, record_writer
+from .base import RecordDecoder, RecordEncoder
+from .protobuf import Protobuf, record_reader, record_writer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column as SparkColumn
+    pass
 
 NAME = "protobuf-confluent"
-#: The format reads the records' headers (schema ids in headers).
-NEEDS_HEADERS = True
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings(NAME, options)
 
 
 def _varint(data: bytes, offset: int) -> tuple[int, int]:
@@ -148,98 +140,68 @@ def register(client: Any, subject: str, data: bytes, file_name: str) -> int:
     return int(client.register_schema(subject, schema(file_name)))
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """Records without a value yield no row."""
-    return raw.isNull()
+class ProtobufConfluent(Protobuf):
+    """The ``protobuf-confluent`` format: the ``protobuf`` format's messages in Confluent's
+    framing (see the module's docstring)."""
+
+    name = NAME
+    needs_headers = True
+
+    def record_decoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
+    ) -> RecordDecoder:
+        """Per worker: the framing (schema id, in the record or a header, then the message
+        indexes) skipped, then the message parsed as the ``protobuf`` format parses it."""
+        conf = dict(settings)
+
+        def make_decoder() -> Callable[[bytes, Any], Any]:
+            read = record_reader(columns, conf)
+
+            def decode(data: bytes, record_headers: Any) -> Any:
+                _, header, end = _registry.schema_framing(data, record_headers, side)
+                _, end = read_indexes(header if header is not None else data, end)
+                return read(data if header is not None else data[end:])
+
+            return decode
+
+        return make_decoder
+
+    def record_encoder(
+        self, columns: Sequence[Column], settings: Mapping[str, Any]
+    ) -> RecordEncoder:
+        """The message's file registered under the table's subject (on the driver, once per
+        write), then each row serialized and framed with its id and the message's indexes.
+
+        Raises:
+            KafkaOptionsError: no subject is known (a table of several topics needs
+                ``protobuf-confluent.subject``).
+            SchemaRegistryClientError: the registry refused the schema or did not answer.
+        """
+        subject = _registry.required_subject(NAME, settings)
+        conf = dict(settings)
+        registry = dict(settings["registry"])
+        descriptor = message_descriptor(conf["descriptor-set"], conf["message"])
+        schema_id = _registry.registered(
+            registry, NAME, subject,
+            lambda: register(_registry.client(registry), subject, conf["descriptor-set"],
+                             descriptor.file.name),
+        )  # fmt: skip
+        framing = indexes_bytes(message_indexes(descriptor))
+
+        def make_encoder() -> Callable[[dict[str, Any]], bytes]:
+            write = record_writer(columns, conf)
+            return lambda row: _registry.frame(schema_id, framing + write(row))
+
+        return make_encoder
 
 
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-    headers: SparkColumn | None = None,
-    side: str = "value",
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """Decode once per record into a staged column, then read the row and error from it.
-
-    ``headers`` (the records' headers) let a record carry its schema id in a header.
-
-    Raises:
-        KafkaOptionsError: a column is no field of the message, or cannot hold it.
-    """
-
-    settings = _settings(options)
-    check_columns(settings, columns, "format", fmt=NAME)
-    conf = dict(settings)
-
-    def make_decoder() -> Callable[[bytes, Any], Any]:
-        read = record_reader(columns, conf)
-
-        def decode(data: bytes, record_headers: Any) -> Any:
-            _, header, end = _registry.schema_framing(data, record_headers, side)
-            _, end = read_indexes(header if header is not None else data, end)
-            return read(data if header is not None else data[end:])
-
-        return decode
-
-    stage = decode_udf(make_decoder, columns)(raw, headers)
-    return python_stage(f"{prefix}protobuf", stage, bool(settings["ignore-parse-errors"]))
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """(row struct, error, tolerated) of each record (one expression; prefer the stages).
-
-    Example:
-        >>> struct, error, _ = decode(F.col("value"), columns, spec.value_format)  # doctest: +SKIP
-    """
-    return one_expression(decode_stages(raw, columns, options, ""))
-
-
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """Each row as a Confluent-framed message, its file registered under the table's subject.
-
-    Example:
-        >>> fields = [(F.col("id"), Column("id", "BIGINT"))]  # doctest: +SKIP
-        >>> value = encode(fields, spec.value_format)  # doctest: +SKIP
-
-    Raises:
-        KafkaOptionsError: a column cannot be written as the message's field, or no subject is
-            known (a table of several topics needs ``protobuf-confluent.subject``).
-        SchemaRegistryClientError: the registry refused the schema or did not answer.
-    """
-    settings = _settings(options)
-    columns = [c for _, c in fields]
-    check_columns(settings, columns, "format", fmt=NAME)
-    subject = _registry.required_subject(NAME, settings)
-    conf = dict(settings)
-    registry = dict(settings["registry"])
-    descriptor = message_descriptor(conf["descriptor-set"], conf["message"])
-    schema_id = _registry.registered(
-        registry, NAME, subject,
-        lambda: register(_registry.client(registry), subject, conf["descriptor-set"],
-                         descriptor.file.name),
-    )  # fmt: skip
-    framing = indexes_bytes(message_indexes(descriptor))
-
-    def make_encoder() -> Callable[[dict[str, Any]], bytes]:
-        write = record_writer(columns, conf)
-        return lambda row: _registry.frame(schema_id, framing + write(row))
-
-    return encode_udf(make_encoder, fields)
-
+FORMAT = ProtobufConfluent()
 
 __all__ = [
-    "decode",
-    "decode_stages",
-    "encode",
+    "FORMAT",
+    "ProtobufConfluent",
     "indexes_bytes",
     "message_indexes",
     "read_indexes",
     "register",
-    "skipped",
 ]

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
-from ..options import Column, FormatSpec, spark_type
-from ..options._formats import spark_charset
+from ..options import Column, spark_charset, spark_type
+from .base import Decoded, Fields, Options, StagedFormat, Stager
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -51,12 +51,6 @@ _VALID_HEX = {
     "UTF-32": f"^(?:0000{_BMP_BE}|000[1-9A-F]{_HEX}{{4}}|0010{_HEX}{{4}})*$",
 }
 _UNMAPPABLE = {"US-ASCII": "[^\\x00-\\x7F]", "ISO-8859-1": "[^\\x00-\\xFF]"}
-
-
-def _settings(options: FormatSpec | Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import format_settings
-
-    return format_settings("raw", options)
 
 
 def _single(columns: Sequence[Column]) -> Column:
@@ -178,39 +172,6 @@ def _decode_value(
     return F.when(fits, value.cast(spark_type(column.flink_type))), error
 
 
-def skipped(raw: SparkColumn, options: FormatSpec | Mapping[str, Any]) -> SparkColumn:
-    """The raw format yields a row for every record (a null value is a null column)."""
-    from pyspark.sql import functions as F
-
-    return F.lit(False)
-
-
-def decode(
-    raw: SparkColumn, columns: Sequence[Column], options: FormatSpec | Mapping[str, Any]
-) -> tuple[SparkColumn, SparkColumn, SparkColumn]:
-    """The bytes as the table's single column; an error for bytes the type cannot hold.
-
-    Example:
-        >>> struct, error, ok = decode(F.col("value"), [Column("v", "INT")], {})  # doctest: +SKIP
-    """
-    from pyspark.sql import functions as F
-
-    column = _single(columns)
-    value, error = _decode_value(raw, column, _settings(options))
-    error = error if error is not None else F.lit(None).cast("string")
-    return F.struct(value.alias(column.name)), error, F.lit(False)
-
-
-def decode_stages(
-    raw: SparkColumn,
-    columns: Sequence[Column],
-    options: FormatSpec | Mapping[str, Any],
-    prefix: str,
-) -> tuple[list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn, SparkColumn]]:
-    """:func:`decode` as stages: the raw format needs none (its expressions are cheap)."""
-    return [], decode(raw, columns, options)
-
-
 def _hex_of(bits: SparkColumn, size: int, little: bool) -> SparkColumn:
     from pyspark.sql import functions as F
 
@@ -258,19 +219,11 @@ def _float_to_bits(value: SparkColumn, t: str) -> SparkColumn:
     return F.when(negative, magnitude.bitwiseOR(F.lit(sign_bit))).otherwise(magnitude)
 
 
-def encode(
-    fields: Sequence[tuple[SparkColumn, Column]], options: FormatSpec | Mapping[str, Any]
-) -> SparkColumn:
-    """The single column as bytes (text in ``raw.charset``, numbers in ``raw.endianness``).
-
-    Example:
-        >>> value = encode([(F.col("v"), Column("v", "STRING"))], {})  # doctest: +SKIP
-    """
+def _encode(fields: Fields, settings: Mapping[str, Any]) -> SparkColumn:
     from pyspark.sql import functions as F
 
     column = _single([c for _, c in fields])
     source = fields[0][0]
-    settings = _settings(options)
     name = column.flink_type.name
     if name in _BINARY:
         return source.cast("binary")
@@ -292,4 +245,45 @@ def encode(
     return F.when(source.isNotNull(), _hex_of(bits, size, little))
 
 
-__all__ = ["decode", "decode_stages", "encode", "skipped", "spark_charset"]
+class Raw(StagedFormat):
+    """The ``raw`` format (see the module's docstring): its expressions are cheap, so it
+    stages nothing."""
+
+    name = "raw"
+    levels = 0
+
+    def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
+        """The raw format yields a row for every record (a null value is a null column)."""
+        from pyspark.sql import functions as F
+
+        return F.lit(False)
+
+    def decode_with(
+        self, raw: SparkColumn, columns: Sequence[Column], options: Options, stager: Stager
+    ) -> Decoded:
+        """The bytes as the table's single column; an error for bytes the type cannot hold.
+
+        Example:
+            >>> columns = [Column("v", "INT")]
+            >>> struct, error, ok = FORMAT.decode(F.col("value"), columns, {})  # doctest: +SKIP
+        """
+        from pyspark.sql import functions as F
+
+        column = _single(columns)
+        value, error = _decode_value(raw, column, self.settings(options))
+        error = error if error is not None else F.lit(None).cast("string")
+        return F.struct(value.alias(column.name)), error, F.lit(False)
+
+    def encode(self, fields: Fields, options: Options) -> SparkColumn:
+        """The single column as bytes (text in ``raw.charset``, numbers in
+        ``raw.endianness``).
+
+        Example:
+            >>> value = FORMAT.encode([(F.col("v"), Column("v", "STRING"))], {})  # doctest: +SKIP
+        """
+        return _encode(fields, self.settings(options))
+
+
+FORMAT = Raw()
+
+__all__ = ["FORMAT", "SIZES", "Raw"]

@@ -19,8 +19,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from ..formats.json import snippet
-from ..options import ROW_KIND, FlinkType, ValueFieldsInclude, flink_type_of
-from ..options._formats import resolve_format
+from ..options import ROW_KIND, FlinkType, ValueFieldsInclude, flink_type_of, resolve_format
 from ..run.decode import DecodedTable, InputCounts, input_stats
 from ..run.schema import InferredSchema, flattened, sample_ranges, with_schema
 from ..run.tables import ResolvedTable
@@ -47,7 +46,7 @@ from .tables import TableId
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-    from ..source._admin import KafkaAdmin
+    from ..source.admin import KafkaAdmin
     from ..source.enumerator import SourcePlan
     from .definition import IngestionSource
 
@@ -202,10 +201,10 @@ def decode_tables(
     """
     from pyspark.sql import functions as F
 
-    from ..formats import format_module
+    from ..formats import get_format
 
     fmt = source.spec.value_format
-    kept = raw.filter(~format_module(fmt.name).skipped(F.col("value"), fmt))
+    kept = raw.filter(~get_format(fmt.name).skipped(F.col("value"), fmt))
     if fmt.name == "canal-json":  # a DDL record changes a schema, which inference follows
         ddl = F.get_json_object(F.col("value").cast("string"), "$.isDdl") == F.lit("true")
         kept = kept.filter(~F.coalesce(ddl, F.lit(False)))

@@ -2,7 +2,7 @@
 ``pipeline``), parsed and validated into a :class:`DataIngestionPipeline`.
 
 Every key either takes effect or is refused here, when the definitions load, with a message
-that names the section and the key (:mod:`..options._ingestion` declares them). A source or sink
+that names the section and the key (:mod:`..options.ingestion_keys` declares them). A source or sink
 of another system is refused: this product is Kafka ↔ Kafka on Spark. ``${name}`` placeholders
 (the vendor's variables) are replaced by ``variables``; one without a value is an error.
 """
@@ -17,8 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KafkaOptionsError, KafkaOptionsWarning, KafkaYamlError
-from ..options import METADATA, Column, FlinkType, KafkaTableSpec
-from ..options._ingestion import (
+from ..options import (
+    METADATA,
+    Column,
+    FlinkType,
+    KafkaTableSpec,
+    did_you_mean,
+    prefixes_overlap,
+)
+from ..options.ingestion_keys import (
     INGESTION_KEYS,
     KAFKA_ONLY_REASON,
     KAFKA_TYPE,
@@ -26,7 +33,6 @@ from ..options._ingestion import (
     find_ingestion_key,
     known_keys,
 )
-from ..options._table import did_you_mean
 from ._yaml import MAX_DEPTH, KeyPath, YamlDocument, load_yaml, path_text
 from .tables import Route, TableId, TopicMapping, route_table
 from .transform import TransformRule
@@ -296,11 +302,7 @@ def _source(options: Mapping[str, str], default_name: str) -> IngestionSource:
         )
     key_prefix = options.get("key.fields-prefix", "")
     value_prefix = options.get("value.fields-prefix", "")
-    if (
-        key_prefix
-        and value_prefix
-        and (value_prefix.startswith(key_prefix) or key_prefix.startswith(value_prefix))
-    ):
+    if prefixes_overlap(key_prefix, value_prefix):
         raise KafkaOptionsError(
             f"source: 'key.fields-prefix' = {key_prefix!r} and 'value.fields-prefix' = "
             f"{value_prefix!r}: neither may be a prefix of the other.",

@@ -19,16 +19,14 @@ topic.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import KafkaOptionsError
-from ..formats import csv as csv_format
-from ..formats import json as json_format
-from ..formats._changelog import row_type
+from ..formats import canal, debezium, get_format
+from ..formats.json import FORMAT as JSON
 from ..options import ROW_KIND, Column, FlinkType, flink_type_of, spark_type
 from ..sink.partitioners import SinkPartitioner
 from ..sink.serializer import SEQUENCE
@@ -43,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .definition import DataIngestionPipeline, IngestionSink
 
-__all__ = ["SinkTable", "connect_schema", "plan_outputs"]
+__all__ = ["SinkTable", "plan_outputs"]
 
 _MEMBER = "__dkf_member"
 _KEEP = (ROW_KIND, SEQUENCE, PAIR)
@@ -143,36 +141,24 @@ def _value(sink: IngestionSink, table: SinkTable) -> SparkColumn:
     before, after = F.col("before"), F.col("after")
     op = F.when(before.isNotNull() & after.isNotNull(), "u").when(after.isNotNull(), "c")
     op = op.otherwise("d")
-    row_t = row_type([Column(n, str(t)) for n, t in table.columns.items()])
+    row_t = str(_row_flink_type(table.columns))
     db, name = F.lit(table.table.schema_name).cast("string"), F.lit(table.table.table_name)
     if sink.value_format == "json":
         fields = [(after[n], Column(n, str(t))) for n, t in table.columns.items()]
-        return json_format.encode(fields, {})
+        return JSON.encode(fields, {})
     if sink.value_format == "canal-json":
         kind = F.when(op == "u", "UPDATE").when(op == "c", "INSERT").otherwise("DELETE")
         keys = F.array(*[F.lit(k) for k in table.primary_key]).cast("array<string>")
-        canal = [
-            (F.when(op == "u", F.array(before)), Column("old", f"ARRAY<{row_t}>")),
-            (F.array(F.coalesce(after, before)), Column("data", f"ARRAY<{row_t}>")),
-            (kind, Column("type", "STRING")),
-            (db, Column("database", "STRING")),
-            (name, Column("table", "STRING")),
-            (keys, Column("pkNames", "ARRAY<STRING>")),
-        ]
-        return json_format.encode(canal, {})
+        event = canal.change_event(
+            F.array(F.coalesce(after, before)), kind, row_t,
+            old=F.when(op == "u", F.array(before)), database=db, table=name, pk_names=keys,
+        )  # fmt: skip
+        return JSON.encode(event, {})
     source = F.struct(db.alias("db"), name.alias("table"))
-    debezium = [
-        (before, Column("before", row_t)),
-        (after, Column("after", row_t)),
-        (op, Column("op", "STRING")),
-        (source, Column("source", "ROW<`db` STRING, `table` STRING>")),
-    ]
-    payload = json_format.encode(debezium, {})
+    payload = JSON.encode(debezium.change_event(before, after, op, row_t, source), {})
     if not sink.include_schema:
         return payload
-    head = f'{{"schema":{connect_schema(table.columns)},"payload":'
-    text = F.concat(F.lit(head), payload.cast("string"), F.lit("}"))
-    return text.cast("binary")
+    return debezium.with_connect_schema(payload, table.columns)
 
 
 def _key(sink: IngestionSink, table: SinkTable) -> SparkColumn:
@@ -183,8 +169,7 @@ def _key(sink: IngestionSink, table: SinkTable) -> SparkColumn:
     image = F.coalesce(F.col("after"), F.col("before"))
     fields = [(F.lit(str(table.table)), Column("TableId", "STRING"))]
     fields += [(image[k], Column(k, str(table.columns[k]))) for k in table.primary_key]
-    module: Any = csv_format if sink.key_format == "csv" else json_format
-    return module.encode(fields, {})  # type: ignore[no-any-return]
+    return get_format("csv" if sink.key_format == "csv" else "json").encode(fields, {})
 
 
 def _partitioner(sink: IngestionSink, topic: str) -> SinkPartitioner:
@@ -238,71 +223,3 @@ def plan_outputs(
         for topic, frames in by_topic.items()
     ]
     return outputs, sink_tables
-
-
-def _connect_type(t: FlinkType) -> dict[str, Any]:
-    """The Kafka Connect schema of one Flink type, as Flink CDC's Debezium sink writes it."""
-    name = t.name
-    if name in ("TINYINT", "SMALLINT"):
-        return {"type": "int16"}
-    simple = {"INT": "int32", "BIGINT": "int64", "BOOLEAN": "boolean", "FLOAT": "float",
-              "DOUBLE": "double"}  # fmt: skip
-    if name in simple:
-        return {"type": simple[name]}
-    if name == "DECIMAL":
-        precision, scale = (*t.params, 10, 0)[:2] if t.params else (10, 0)
-        return {
-            "type": "bytes",
-            "name": "org.apache.kafka.connect.data.Decimal",
-            "version": 1,
-            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
-        }
-    if name == "DATE":
-        return {"type": "int32", "name": "io.debezium.time.Date", "version": 1}
-    if name == "TIME":
-        return {"type": "int64", "name": "io.debezium.time.MicroTime", "version": 1}
-    if name == "TIMESTAMP":
-        micro = (t.params[0] if t.params else 6) > 3
-        kind = "MicroTimestamp" if micro else "Timestamp"
-        return {"type": "int64", "name": f"io.debezium.time.{kind}", "version": 1}
-    if name == "TIMESTAMP_LTZ":
-        return {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "version": 1}
-    if name in ("BYTES", "BINARY", "VARBINARY"):
-        return {"type": "bytes"}
-    if name in ("ARRAY", "MULTISET"):
-        return {"type": "array", "items": _connect_field(None, t.children[0])}
-    if name == "MAP":
-        key, value = t.children
-        return {
-            "type": "map",
-            "keys": _connect_field(None, key),
-            "values": _connect_field(None, value),
-        }
-    if name == "ROW":
-        fields = [_connect_field(n, c) for n, c in zip(t.field_names, t.children, strict=True)]
-        return {"type": "struct", "fields": fields}
-    return {"type": "string"}
-
-
-def _connect_field(name: str | None, t: FlinkType) -> dict[str, Any]:
-    out = {**_connect_type(t), "optional": t.nullable}
-    if name is not None:
-        out["field"] = name
-    return out
-
-
-def connect_schema(columns: Mapping[str, FlinkType]) -> str:
-    """The Kafka Connect schema of a Debezium envelope whose ``before`` and ``after`` hold
-    ``columns``, as JSON text.
-
-    Example:
-        >>> connect_schema({"id": FlinkType("BIGINT", nullable=False)})[:60]
-        '{"type":"struct","fields":[{"type":"struct","fields":[{"type"'
-    """
-    fields = [_connect_field(n, t) for n, t in columns.items()]
-    images = [
-        {"type": "struct", "fields": fields, "optional": True, "field": f}
-        for f in ("before", "after")
-    ]
-    schema = {"type": "struct", "fields": images, "optional": False}
-    return json.dumps(schema, separators=(",", ":"))

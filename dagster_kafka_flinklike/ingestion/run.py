@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
     from ..run import StreamingRun
-    from ..source._admin import KafkaAdmin
+    from ..source.admin import KafkaAdmin
     from ..source.enumerator import SourcePlan
     from .definition import DataIngestionPipeline
 

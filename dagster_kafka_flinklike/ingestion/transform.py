@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import FlinkSqlError, KafkaOptionsError
-from ..options import ROW_KIND
+from ..options import ROW_KIND, split_top_level
 from ..sql.translate import translate_query
 from .tables import Selectors, TableId
 
@@ -45,21 +45,7 @@ def split_items(text: str) -> list[str]:
         >>> split_items("*, CONCAT(a, ',', b) AS ab, `x,y`")
         ['*', "CONCAT(a, ',', b) AS ab", '`x,y`']
     """
-    items, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i].strip())
-            start = i + 1
-    items.append(text[start:].strip())
-    return [i for i in items if i]
+    return [item for item in split_top_level(text) if item]
 
 
 def _translate(where: str, key: str, text: str) -> str:

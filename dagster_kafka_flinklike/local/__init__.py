@@ -35,22 +35,23 @@ from ._broker import (
     render_server_properties,
     resolve_bootstrap_servers,
 )
-from ._fetch import (
-    KAFKA_VERSION,
-    SCHEMA_REGISTRY_VERSION,
-    default_cache_dir,
-    fetch_kafka,
-    fetch_schema_registry,
-)
 from ._registry import (
     EmbeddedSchemaRegistry,
     ensure_local_schema_registry,
     resolve_schema_registry_url,
 )
+from ._service import JvmService
 from ._spark_connect import (
     EmbeddedSparkConnect,
     ensure_local_spark_connect,
     resolve_spark_remote,
+)
+from .fetch import (
+    KAFKA_VERSION,
+    SCHEMA_REGISTRY_VERSION,
+    default_cache_dir,
+    fetch_kafka,
+    fetch_schema_registry,
 )
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "EmbeddedServiceError",
     "EmbeddedSparkConnect",
     "EmbeddedSparkConnectError",
+    "JvmService",
     "default_cache_dir",
     "default_home",
     "ensure_local_kafka",

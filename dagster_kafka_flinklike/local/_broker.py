@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddedKafkaError
-from ._fetch import _KAFKA_NEEDS, KAFKA_VERSION, fetch_kafka, find_java
 from ._service import (
     HOST,
     JvmService,
@@ -29,6 +28,7 @@ from ._service import (
     render_properties,
     rolling_log4j2_properties,
 )
+from .fetch import _KAFKA_NEEDS, KAFKA_VERSION, fetch_kafka, find_java
 
 __all__ = [
     "EmbeddedKafka",

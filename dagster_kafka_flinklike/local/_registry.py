@@ -24,13 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddedSchemaRegistryError
-from ._fetch import (
-    _REGISTRY_NEEDS,
-    REGISTRY_RUNNER_JAR,
-    SCHEMA_REGISTRY_VERSION,
-    fetch_schema_registry,
-    find_java,
-)
 from ._service import (
     HOST,
     JvmService,
@@ -39,6 +32,13 @@ from ._service import (
     from_env_or_start,
     from_env_or_status,
     render_properties,
+)
+from .fetch import (
+    _REGISTRY_NEEDS,
+    REGISTRY_RUNNER_JAR,
+    SCHEMA_REGISTRY_VERSION,
+    fetch_schema_registry,
+    find_java,
 )
 
 __all__ = [

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from ..errors import EmbeddedServiceError
-from ._fetch import _file_lock
+from .fetch import _file_lock
 
 __all__ = ["JvmService", "default_home", "escape_property", "free_port"]
 

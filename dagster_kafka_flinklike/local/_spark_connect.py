@@ -24,7 +24,6 @@ from typing import Any
 
 from .._spark_session import CONNECTOR_JVM_OPTIONS
 from ..errors import EmbeddedSparkConnectError
-from ._fetch import find_java
 from ._service import (
     HOST,
     JvmService,
@@ -35,6 +34,7 @@ from ._service import (
     render_properties,
     rolling_log4j2_properties,
 )
+from .fetch import find_java
 
 __all__ = [
     "EmbeddedSparkConnect",

@@ -9,8 +9,17 @@ built on it.
 from ..errors import KafkaOptionsError
 from ._avro import avro_schema
 from ._docs import render_options_reference
-from ._formats import CHANGELOG_FORMATS, FORMAT_OPTIONS, SUPPORTED_FORMATS, FormatSpec
+from ._formats import (
+    CHANGELOG_FORMATS,
+    FORMAT_OPTIONS,
+    SUPPORTED_FORMATS,
+    FormatSpec,
+    parse_fixed_types,
+    resolve_format,
+    spark_charset,
+)
 from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
+from ._lists import split_top_level, top_level_spans
 from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND, ROW_KINDS, MetadataKey
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
 from ._partitioner import check_partitioner_option, load_partitioner
@@ -22,6 +31,7 @@ from ._properties import (
     role_config,
     translate_properties,
 )
+from ._rules import CSV_NESTED, csv_column_types, prefixes_overlap
 from ._spec import KafkaTableSpec, check_sink_not_read, parse_specific_offsets
 from ._table import (
     CONNECTORS,
@@ -32,6 +42,7 @@ from ._table import (
     StartupMode,
     TransactionNamingStrategy,
     ValueFieldsInclude,
+    did_you_mean,
     parse_duration_ms,
 )
 from ._types import (
@@ -48,6 +59,7 @@ __all__ = [
     "BUILT_IN_PARTITIONERS",
     "CHANGELOG_FORMATS",
     "CONNECTORS",
+    "CSV_NESTED",
     "FORMAT_METADATA",
     "FORMAT_OPTIONS",
     "METADATA",
@@ -75,17 +87,25 @@ __all__ = [
     "check_partitioner_option",
     "check_sink_not_read",
     "client_config",
+    "csv_column_types",
+    "did_you_mean",
     "flink_type_of",
     "is_secret",
     "load_partitioner",
     "parse_duration_ms",
+    "parse_fixed_types",
     "parse_flink_type",
     "parse_header_filter",
     "parse_specific_offsets",
+    "prefixes_overlap",
     "redact",
     "render_options_reference",
+    "resolve_format",
     "role_config",
+    "spark_charset",
     "spark_type",
+    "split_top_level",
     "struct_type",
+    "top_level_spans",
     "translate_properties",
 ]

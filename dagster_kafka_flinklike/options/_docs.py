@@ -17,7 +17,6 @@ from ._formats import (
     SUPPORTED_FORMATS,
     UNSUPPORTED_FORMAT_OPTIONS,
 )
-from ._ingestion import INGESTION_KEYS, KAFKA_ONLY_REASON, REFUSED_INGESTION_KEYS, SECTIONS
 from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND
 from ._properties import (
     CONNECTOR_OWNED,
@@ -27,6 +26,7 @@ from ._properties import (
     UNSUPPORTED_JAVA,
 )
 from ._table import OPTIONS, UNSUPPORTED_OPTIONS, ConfigOption
+from .ingestion_keys import INGESTION_KEYS, KAFKA_ONLY_REASON, REFUSED_INGESTION_KEYS, SECTIONS
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "options.md"
 

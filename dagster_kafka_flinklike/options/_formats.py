@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaOptionsError
-from ._protobuf import descriptor_file, load_message
+from ._lists import split_top_level
 from ._table import ConfigOption, closest, parse_bool, parse_choice, parse_string
 from ._types import FlinkType, parse_flink_type
+from .protobuf_descriptors import descriptor_file, load_message
 
 FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json",
            "debezium-avro-confluent", "canal-json", "maxwell-json", "protobuf",
@@ -142,17 +143,7 @@ def parse_fixed_types(key: str, text: str) -> dict[str, FlinkType]:
         KafkaOptionsError: an entry is not ``<field> <Flink type>``, naming the option.
     """
     out: dict[str, FlinkType] = {}
-    depth, start = 0, 0
-    entries: list[str] = []
-    for i, ch in enumerate(text + ","):
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            entries.append(text[start:i].strip())
-            start = i + 1
-    for entry in entries:
+    for entry in split_top_level(text, opening="(<", closing=")>", quotes=""):
         name, _, type_text = entry.partition(" ")
         name = name.strip("`")
         if not name or not type_text.strip():

@@ -16,7 +16,6 @@ from ._departures import INCREMENTING_REASON, SINK_TOPIC_REASON
 from ._formats import PROTOBUF_FORMATS, FormatSpec
 from ._header_filter import parse_header_filter
 from ._partitioner import check_partitioner_option
-from ._protobuf import check_columns as check_protobuf_columns
 from ._table import (
     KAFKA,
     OPTIONS,
@@ -27,6 +26,7 @@ from ._table import (
     find_option,
 )
 from ._types import Column
+from .protobuf_descriptors import check_columns as check_protobuf_columns
 
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _ROLE_WORDS = {"source": "read as a source", "sink": "written as a sink"}
@@ -128,6 +128,19 @@ def sink_topic(topics: Sequence[str], pattern: str | None) -> None:
         )
 
 
+def prefixes_overlap(key_prefix: str, value_prefix: str) -> bool:
+    """Whether ``key.fields-prefix`` and ``value.fields-prefix`` are both set and one is a
+    prefix of the other (a column name could then belong to either side).
+
+    Example:
+        >>> prefixes_overlap("k_", "k_v_"), prefixes_overlap("k_", "v_"), prefixes_overlap("", "v_")
+        (True, False, False)
+    """
+    return bool(key_prefix and value_prefix) and (
+        key_prefix.startswith(value_prefix) or value_prefix.startswith(key_prefix)
+    )
+
+
 def key_prefix_rules(
     key_fields: Sequence[str],
     key_prefix: str,
@@ -143,11 +156,7 @@ def key_prefix_rules(
             "Set it to 'EXCEPT_KEY' instead to avoid field overlaps.",
             keys=("key.fields-prefix", "value.fields-include"),
         )
-    if (
-        key_prefix
-        and value_prefix
-        and (key_prefix.startswith(value_prefix) or value_prefix.startswith(key_prefix))
-    ):
+    if prefixes_overlap(key_prefix, value_prefix):
         raise KafkaOptionsError(
             f"Options 'key.fields-prefix' ('{key_prefix}') and 'value.fields-prefix' "
             f"('{value_prefix}') must not be prefixes of each other.",

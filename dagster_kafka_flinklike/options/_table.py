@@ -140,18 +140,28 @@ def parse_duration_ms(key: str, text: str) -> int:
     return millis
 
 
-def parse_enum(enum: type[Enum]) -> Callable[[str, str], Any]:
-    """A parser accepting exactly the enum's values (Flink's spelling, case-insensitive)."""
+def parse_choice(*choices: str) -> Callable[[str, str], str]:
+    """A parser accepting one of ``choices`` (case-insensitive), returning its canonical form."""
 
-    def parse(key: str, text: str) -> Any:
-        for member in enum:
-            if member.value.lower() == text.strip().lower():
-                return member
-        allowed = ", ".join(f"'{m.value}'" for m in enum)
+    def parse(key: str, text: str) -> str:
+        for choice in choices:
+            if choice.lower() == text.strip().lower():
+                return choice
+        allowed = ", ".join(f"'{c}'" for c in choices)
         raise KafkaOptionsError(
             f"Invalid value for option '{key}': {text[:60]!r}. Allowed values are {allowed}.",
             keys=(key,),
         )
+
+    return parse
+
+
+def parse_enum(enum: type[Enum]) -> Callable[[str, str], Any]:
+    """A parser accepting exactly the enum's values (Flink's spelling, case-insensitive)."""
+    choose = parse_choice(*(member.value for member in enum))
+
+    def parse(key: str, text: str) -> Any:
+        return enum(choose(key, text))
 
     return parse
 
@@ -180,22 +190,6 @@ def parse_semantic(key: str, text: str) -> DeliveryGuarantee:
 def parse_string(key: str, text: str) -> str:
     """Accept any string."""
     return text
-
-
-def parse_choice(*choices: str) -> Callable[[str, str], str]:
-    """A parser accepting one of ``choices`` (case-insensitive), returning its canonical form."""
-
-    def parse(key: str, text: str) -> str:
-        for choice in choices:
-            if choice.lower() == text.strip().lower():
-                return choice
-        allowed = ", ".join(f"'{c}'" for c in choices)
-        raise KafkaOptionsError(
-            f"Invalid value for option '{key}': {text[:60]!r}. Allowed values are {allowed}.",
-            keys=(key,),
-        )
-
-    return parse
 
 
 @dataclass(frozen=True)

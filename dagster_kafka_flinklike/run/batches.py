@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import KafkaConnectorError, OffsetsError
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import SourcePlan, plan_source, split_ranges
 from ..source.offsets import TopicPartition
 from .plan import subscribed_partitions

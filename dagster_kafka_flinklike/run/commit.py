@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.offsets import TopicPartition
 from ..state.checkpoint import OffsetsCheckpoint
 

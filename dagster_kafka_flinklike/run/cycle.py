@@ -19,7 +19,7 @@ from ..options import KafkaTableSpec
 from ..sink.partitioners import SinkPartitioner
 from ..sink.transactional import TransactionalSink, TransactionResult
 from ..sink.writer import WriteResult
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan
 from ..source.offsets import TopicPartition
 from ..state.checkpoint import OffsetsCheckpoint

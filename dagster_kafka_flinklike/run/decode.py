@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._spark_session import per_session
+from .._sessions import per_session
 from ..source.records import (
     ERROR,
     PROVENANCE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import SourcePlan, plan_source
 from ..source.offsets import TopicPartition
 from ..source.probe import record_timestamps

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sink.transactional import TransactionalSink
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan, plan_source
 from ..source.offsets import TopicPartition
 from ..state.checkpoint import OffsetsCheckpoint

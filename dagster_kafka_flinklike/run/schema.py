@@ -43,7 +43,7 @@ from .tables import ResolvedTable
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-    from ..source._admin import KafkaAdmin
+    from ..source.admin import KafkaAdmin
     from ..source.enumerator import SourcePlan
 
 #: Metadata keys of a source's inferred schema and of its changes in a run.

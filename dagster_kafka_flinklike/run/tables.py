@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec, client_config
-from ..source._admin import DEFAULT_TIMEOUT_S, KafkaAdmin, admin_client
+from ..source.admin import DEFAULT_TIMEOUT_S, KafkaAdmin, admin_client
 
 #: The suffix of each client role's ``client.id`` under ``properties.client.id.prefix``.
 CLIENT_ID_SUFFIXES = {"consumer": "reader", "producer": "writer", "admin": "admin"}

@@ -20,7 +20,7 @@ from ..sink.transactional import (
     MAX_DEFAULT_TRANSACTION_TIMEOUT_MS,
     broker_max_transaction_timeout_ms,
 )
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.offsets import TopicPartition
 from ..source.probe import record_timestamps
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import KafkaOptionsError, KafkaOptionsWarning, OffsetsError
 from ..options import KafkaTableSpec
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.enumerator import reset_strategy
 from ..source.offsets import OffsetResetStrategy, TopicPartition
 from ..source.probe import record_timestamps

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import KafkaOptionsError
-from ..formats import format_module, is_changelog
+from ..formats import ChangelogFormat, get_format, is_changelog
 from ..options import ROW_KIND, ROW_KINDS, Column, FormatSpec, KafkaTableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,10 +43,10 @@ def _encode(
     for c in columns:
         name = c.name[len(prefix) :] if prefix and c.name.startswith(prefix) else c.name
         fields.append((F.col(f"`{c.name}`"), Column(name, c.type)))
-    module = format_module(fmt.name)
-    if is_changelog(fmt.name):
-        return module.encode(fields, fmt, kind)
-    return module.encode(fields, fmt)
+    format_ = get_format(fmt.name)
+    if isinstance(format_, ChangelogFormat):
+        return format_.encode(fields, fmt, kind)
+    return format_.encode(fields, fmt)
 
 
 def _declared_columns(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:

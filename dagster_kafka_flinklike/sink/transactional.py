@@ -34,7 +34,7 @@ from ..errors import (
     kafka_error_of,
 )
 from ..options import DeliveryGuarantee, role_config
-from ..source._admin import KafkaAdmin
+from ..source.admin import KafkaAdmin
 from ..source.offsets import TopicPartition
 from .partitioners import SinkPartitioner
 from .writer import (
@@ -522,6 +522,6 @@ class TransactionalSink:
 
 
 def _admin_client(client: Mapping[str, Any]) -> Any:
-    from ..source._admin import admin_client
+    from ..source.admin import admin_client
 
     return admin_client(role_config(client, "admin"))

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..errors import OffsetsError
 
+#: A topic and a partition of it: what Kafka assigns, offsets belong to and checkpoints record.
 TopicPartition = tuple[str, int]
 
 _START_HINT = (

@@ -21,8 +21,8 @@ import pickle
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from .._spark_session import per_session
-from ..formats import format_module, is_changelog, native_decoder, needs_headers
+from .._sessions import per_session
+from ..formats import ChangelogFormat, get_format, is_changelog, native_decoder, needs_headers
 from ..options import (
     ROW_KIND,
     Column,
@@ -231,28 +231,24 @@ def _decode(
     from pyspark.sql import functions as F
 
     raw = F.col(side)
-    skipped = format_module(fmt.name).skipped(raw, fmt)
+    format_ = get_format(fmt.name)
+    skipped = format_.skipped(raw, fmt)
     if native:
         raw = F.when(F.col(_native(side)).isNull(), raw)
         # The value of a natively decoded record may be shed (see _shed_native_values): such a
         # record is an object, never one that yields no row.
         skipped = F.col(_native(side)).isNull() & skipped
-    module = format_module(fmt.name)
     columns_in_format = _unprefixed(columns, prefix)
     parts: dict[str, SparkColumn]
-    if is_changelog(fmt.name):
-        stages, (rows, meta_struct, error, tolerated) = module.decode_changelog_stages(
+    if isinstance(format_, ChangelogFormat):
+        stages, (rows, meta_struct, error, tolerated) = format_.decode_changelog_stages(
             raw, columns_in_format, meta, fmt, f"__dkf_{side}_"
         )
         parts = {"rows": rows, **({"meta": meta_struct} if meta_struct is not None else {})}
     else:
-        extra = (
-            {"headers": F.col(column_name("headers")), "side": side}
-            if needs_headers(fmt.name)
-            else {}
-        )
-        stages, (struct, error, tolerated) = module.decode_stages(
-            raw, columns_in_format, fmt, f"__dkf_{side}_", **extra
+        headers = F.col(column_name("headers")) if format_.needs_headers else None
+        stages, (struct, error, tolerated) = format_.decode_stages(
+            raw, columns_in_format, fmt, f"__dkf_{side}_", headers, side
         )
         parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)

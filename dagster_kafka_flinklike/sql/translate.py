@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import FlinkSqlError, KafkaOptionsError
-from ..options import parse_flink_type
+from ..options import parse_flink_type, top_level_spans
 from .lexer import EOF, IDENT, NUMBER, STRING, SYMBOL, Token, tokenize
 from .queries import table_references
 
@@ -145,154 +145,174 @@ def _spark_type(text: str) -> str:
     return spark_type(parse_flink_type(text)).simpleString()
 
 
-class _Translator:
+#: A range of tokens: ``(start, stop)``, as a slice takes them.
+Span = tuple[int, int]
+
+
+def _role(tok: Token, separator: Callable[[Token], bool]) -> str:
+    """What a token is to :func:`top_level_spans`: a bracket that opens (``(``) or closes
+    (``)``), a ``separator`` (``,``), or part of a span (empty)."""
+    if tok.kind == SYMBOL and tok.value in "([":
+        return "("
+    if tok.kind == SYMBOL and tok.value in ")]":
+        return ")"
+    return "," if separator(tok) else ""
+
+
+def _comma(tok: Token) -> bool:
+    return tok.kind == SYMBOL and tok.value == ","
+
+
+def _as(tok: Token) -> bool:
+    return tok.is_word("AS")
+
+
+class _QueryRewriter:
+    """Rewrites ranges of a Flink SQL query's tokens as Spark SQL text, token by token.
+
+    Positions are indexes into :attr:`tokens`; a range runs from ``start`` to ``stop``
+    (excluded), as a slice does, and a call's arguments are such :data:`Span` s. While it
+    rewrites, it records the stateful operations (:attr:`stateful`) and the windows
+    (:attr:`windows`) it meets.
+    """
+
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.stateful: list[tuple[str, int, int]] = []
         self.windows: list[WindowCall] = []
         # qualified table names (catalog.database.table): Spark reads the table's view by name
         self.qualified = {
-            start: end for _, start, end in table_references(tokens) if end - start > 1
+            start: stop for _, start, stop in table_references(tokens) if stop - start > 1
         }
 
     # -- helpers ---------------------------------------------------------------------------
     def error(self, message: str, tok: Token) -> FlinkSqlError:
+        """A :class:`FlinkSqlError` at ``tok``'s line and column."""
         return FlinkSqlError(message, line=tok.line, column=tok.column)
 
-    def sym(self, i: int, value: str) -> bool:
+    def is_symbol(self, at: int, value: str) -> bool:
+        """Whether the token at ``at`` is the symbol ``value``."""
         return (
-            i < len(self.tokens)
-            and self.tokens[i].kind == SYMBOL
-            and (self.tokens[i].value == value)
+            at < len(self.tokens)
+            and self.tokens[at].kind == SYMBOL
+            and (self.tokens[at].value == value)
         )
 
-    def close(self, i: int) -> int:
-        """The index of the bracket closing the one at ``i``."""
-        opening = self.tokens[i].value
-        closing = {"(": ")", "[": "]"}[opening]
+    def closing(self, open_at: int) -> int:
+        """The position of the bracket closing the one at ``open_at``."""
+        opening = self.tokens[open_at].value
+        expected = {"(": ")", "[": "]"}[opening]
         depth = 0
-        for j in range(i, len(self.tokens)):
-            tok = self.tokens[j]
+        for at in range(open_at, len(self.tokens)):
+            tok = self.tokens[at]
             if tok.kind == SYMBOL and tok.value in "([":
                 depth += 1
             elif tok.kind == SYMBOL and tok.value in ")]":
                 depth -= 1
                 if depth == 0:
-                    if tok.value != closing:
+                    if tok.value != expected:
                         raise self.error(f"'{opening}' closed by '{tok.value}'", tok)
-                    return j
-        raise self.error(f"'{opening}' is never closed", self.tokens[i])
+                    return at
+        raise self.error(f"'{opening}' is never closed", self.tokens[open_at])
 
-    def args(self, i: int, j: int) -> list[tuple[int, int]]:
-        """Top-level comma-separated ranges of tokens[i:j]."""
-        out, start, depth = [], i, 0
-        for k in range(i, j):
-            tok = self.tokens[k]
-            if tok.kind == SYMBOL and tok.value in "([":
-                depth += 1
-            elif tok.kind == SYMBOL and tok.value in ")]":
-                depth -= 1
-            elif depth == 0 and tok.kind == SYMBOL and tok.value == ",":
-                out.append((start, k))
-                start = k + 1
-        if start < j:
-            out.append((start, j))
-        return out
+    def arguments(self, start: int, stop: int) -> list[Span]:
+        """The comma-separated arguments of tokens[start:stop] (a trailing empty one left out)."""
+        spans = top_level_spans(self.tokens, lambda t: _role(t, _comma), start, stop)
+        return spans if spans[-1][0] < stop else spans[:-1]
 
     # -- the walk --------------------------------------------------------------------------
-    def seq(self, i: int, j: int) -> str:
-        """Spark SQL for tokens[i:j]."""
+    def sql(self, start: int, stop: int) -> str:
+        """Spark SQL for tokens[start:stop]."""
         out: list[str] = []
-        k = i
-        while k < j:
-            piece, k = self.primary(k, j)
-            while self.sym(k, "[") and k < j:
-                end = self.close(k)
-                piece = f"try_element_at({piece}, {self.seq(k + 1, end)})"
-                k = end + 1
+        at = start
+        while at < stop:
+            piece, at = self.term(at, stop)
+            while self.is_symbol(at, "[") and at < stop:
+                close_at = self.closing(at)
+                piece = f"try_element_at({piece}, {self.sql(at + 1, close_at)})"
+                at = close_at + 1
             out.append(piece)
         return " ".join(p for p in out if p)
 
-    def primary(self, k: int, j: int) -> tuple[str, int]:
-        tok = self.tokens[k]
+    def term(self, at: int, stop: int) -> tuple[str, int]:
+        """Spark SQL for the term starting at ``at`` (a token, a bracketed group, a call, a
+        literal), and the position after it."""
+        tok = self.tokens[at]
         if tok.kind == STRING:
-            return spark_string(tok.value), k + 1
+            return spark_string(tok.value), at + 1
         if tok.kind == EOF:
-            return "", k + 1
+            return "", at + 1
         if tok.kind == SYMBOL and tok.value == "(":
-            end = self.close(k)
-            return f"({self.seq(k + 1, end)})", end + 1
-        if k in self.qualified:
-            last = self.qualified[k] - 1
+            close_at = self.closing(at)
+            return f"({self.sql(at + 1, close_at)})", close_at + 1
+        if at in self.qualified:
+            last = self.qualified[at] - 1
             return self.tokens[last].text, last + 1
         if tok.kind != IDENT:
-            return tok.text, k + 1
+            return tok.text, at + 1
         word = tok.value.upper()
         if word in _REFUSED:
             raise self.error(_REFUSED[word], tok)
-        if word == "FOR" and k + 1 < j and self.tokens[k + 1].is_word("SYSTEM_TIME"):
+        follows = self.tokens[at + 1] if at + 1 < stop else None
+        if word == "FOR" and follows is not None and follows.is_word("SYSTEM_TIME"):
             raise self.error(
                 "FOR SYSTEM_TIME AS OF (temporal joins) needs versioned state across runs; not "
                 "supported on bounded runs",
                 tok,
             )
-        if word in ("GROUP", "ORDER") and k + 1 < j and self.tokens[k + 1].is_word("BY"):
+        if word in ("GROUP", "ORDER") and follows is not None and follows.is_word("BY"):
             self.stateful.append((f"{word} BY", tok.line, tok.column))
         elif word in ("JOIN", "OVER", "LIMIT", "INTERSECT", "EXCEPT", "MINUS") or (
-            word == "DISTINCT" and k > 0 and self.tokens[k - 1].is_word("SELECT")
+            word == "DISTINCT" and at > 0 and self.tokens[at - 1].is_word("SELECT")
         ):  # COUNT(DISTINCT x) is an aggregate's own state, counted with the aggregate
             self.stateful.append((word, tok.line, tok.column))
-        elif word == "UNION" and not (k + 1 < j and self.tokens[k + 1].is_word("ALL")):
+        elif word == "UNION" and not (follows is not None and follows.is_word("ALL")):
             self.stateful.append(("UNION", tok.line, tok.column))
-        if word == "TABLE" and self.sym(k + 1, "("):
-            return self.window_tvf(k)
-        if word == "TIMESTAMP" and k + 1 < j and self.tokens[k + 1].kind == STRING:
-            return f"TIMESTAMP_NTZ {spark_string(self.tokens[k + 1].value)}", k + 2
-        if word in ("ARRAY", "MAP") and self.sym(k + 1, "["):
-            end = self.close(k + 1)
-            return f"{word.lower()}({self.seq(k + 2, end)})", end + 1
-        if self.sym(k + 1, "("):
-            end = self.close(k + 1)
-            return self.call(k, end), end + 1
-        return tok.text, k + 1
+        if word == "TABLE" and self.is_symbol(at + 1, "("):
+            return self.window_tvf(at)
+        if word == "TIMESTAMP" and follows is not None and follows.kind == STRING:
+            return f"TIMESTAMP_NTZ {spark_string(follows.value)}", at + 2
+        if word in ("ARRAY", "MAP") and self.is_symbol(at + 1, "["):
+            close_at = self.closing(at + 1)
+            return f"{word.lower()}({self.sql(at + 2, close_at)})", close_at + 1
+        if self.is_symbol(at + 1, "("):
+            close_at = self.closing(at + 1)
+            return self.call(at, close_at), close_at + 1
+        return tok.text, at + 1
 
-    def call(self, k: int, end: int) -> str:
-        name = self.tokens[k].value.upper()
-        args = self.args(k + 2, end)
+    def call(self, name_at: int, close_at: int) -> str:
+        """Spark SQL for the call of the function named at ``name_at``, whose argument list
+        closes at ``close_at``."""
+        name = self.tokens[name_at].value.upper()
+        args = self.arguments(name_at + 2, close_at)
         if name in AGGREGATES:
-            self.stateful.append((name, self.tokens[k].line, self.tokens[k].column))
+            self.stateful.append((name, self.tokens[name_at].line, self.tokens[name_at].column))
         handler = _HANDLERS.get(name)
         if handler is not None:
-            return handler(self, k, args)
-        rename = FUNCTIONS.get(name, self.tokens[k].text)
-        return f"{rename}({', '.join(self.seq(a, b) for a, b in args)})"
+            return handler(self, name_at, args)
+        rename = FUNCTIONS.get(name, self.tokens[name_at].text)
+        return f"{rename}({', '.join(self.sql(*arg) for arg in args)})"
 
-    # -- rewrites --------------------------------------------------------------------------
-    def cast(self, k: int, args: list[tuple[int, int]]) -> str:
+    # -- rewrites: each takes the position of the function's name and its arguments --------
+    def cast(self, name_at: int, args: list[Span]) -> str:
+        """``CAST``/``TRY_CAST(value AS type)`` with Flink's type as Spark's."""
         if len(args) != 1:
-            raise self.error("expected CAST(value AS type)", self.tokens[k])
-        a, b = args[0]
-        depth, at = 0, -1
-        for m in range(a, b):
-            tok = self.tokens[m]
-            if tok.kind == SYMBOL and tok.value in "([":
-                depth += 1
-            elif tok.kind == SYMBOL and tok.value in ")]":
-                depth -= 1
-            elif depth == 0 and tok.is_word("AS"):
-                at = m
-        if at < 0:
-            raise self.error("expected CAST(value AS type)", self.tokens[k])
-        type_text = " ".join(t.text for t in self.tokens[at + 1 : b])
+            raise self.error("expected CAST(value AS type)", self.tokens[name_at])
+        start, stop = args[0]
+        around_as = top_level_spans(self.tokens, lambda t: _role(t, _as), start, stop)
+        if len(around_as) < 2:
+            raise self.error("expected CAST(value AS type)", self.tokens[name_at])
+        as_at = around_as[-1][0] - 1  # the last AS outside brackets
+        type_text = " ".join(t.text for t in self.tokens[as_at + 1 : stop])
         try:
             spark = _spark_type(type_text)
         except KafkaOptionsError as exc:
-            raise self.error(str(exc), self.tokens[at + 1]) from None
-        return f"{self.tokens[k].value.upper()}({self.seq(a, at)} AS {spark})"
+            raise self.error(str(exc), self.tokens[as_at + 1]) from None
+        return f"{self.tokens[name_at].value.upper()}({self.sql(start, as_at)} AS {spark})"
 
-    def interval_ms(self, a: int, b: int) -> int:
-        """The milliseconds of ``INTERVAL 'n' UNIT`` in tokens[a:b]."""
-        toks = self.tokens[a:b]
+    def interval_ms(self, start: int, stop: int) -> int:
+        """The milliseconds of ``INTERVAL 'n' UNIT`` in tokens[start:stop]."""
+        toks = self.tokens[start:stop]
         if (
             len(toks) == 3
             and toks[0].is_word("INTERVAL")
@@ -310,14 +330,15 @@ class _Translator:
                     return ms
         raise self.error(
             "expected a window length as INTERVAL 'n' SECOND|MINUTE|HOUR|DAY",
-            self.tokens[a] if a < b else self.tokens[max(a - 1, 0)],
+            self.tokens[start] if start < stop else self.tokens[max(start - 1, 0)],
         )
 
-    def window_tvf(self, k: int) -> tuple[str, int]:
-        """``TABLE(TUMBLE|HOP|CUMULATE(...))`` as a subquery adding the window columns."""
-        outer_end = self.close(k + 1)
-        fn = self.tokens[k + 2]
-        if not (fn.kind == IDENT and self.sym(k + 3, "(")):
+    def window_tvf(self, table_at: int) -> tuple[str, int]:
+        """``TABLE(TUMBLE|HOP|CUMULATE(...))`` at ``table_at`` as a subquery adding the window
+        columns, and the position after it."""
+        outer_close = self.closing(table_at + 1)
+        fn = self.tokens[table_at + 2]
+        if not (fn.kind == IDENT and self.is_symbol(table_at + 3, "(")):
             raise self.error("expected a window function (TUMBLE, HOP, CUMULATE) in TABLE(...)", fn)
         kind = fn.value.upper()
         if kind not in ("TUMBLE", "HOP", "CUMULATE"):
@@ -326,35 +347,35 @@ class _Translator:
                 f"HOP and CUMULATE do",
                 fn,
             )
-        inner_end = self.close(k + 3)
-        if inner_end + 1 != outer_end:
-            raise self.error("expected ')' after the window function", self.tokens[inner_end + 1])
-        named: dict[str, tuple[int, int]] = {}
-        positional: list[tuple[int, int]] = []
-        for a, b in self.args(k + 4, inner_end):
-            named_arg = self.tokens[a].kind == IDENT and self.sym(a + 1, "=")
-            if b - a > 2 and named_arg and self.sym(a + 2, ">"):
-                named[self.tokens[a].value.upper()] = (a + 3, b)
+        inner_close = self.closing(table_at + 3)
+        if inner_close + 1 != outer_close:
+            raise self.error("expected ')' after the window function", self.tokens[inner_close + 1])
+        named: dict[str, Span] = {}
+        positional: list[Span] = []
+        for start, stop in self.arguments(table_at + 4, inner_close):
+            named_arg = self.tokens[start].kind == IDENT and self.is_symbol(start + 1, "=")
+            if stop - start > 2 and named_arg and self.is_symbol(start + 2, ">"):
+                named[self.tokens[start].value.upper()] = (start + 3, stop)
                 continue
-            positional.append((a, b))
+            positional.append((start, stop))
         order = {
             "TUMBLE": ["DATA", "TIMECOL", "SIZE", "OFFSET"],
             "HOP": ["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"],
             "CUMULATE": ["DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"],
         }[kind]
-        for name, rng in zip(order, positional, strict=False):
-            named.setdefault(name, rng)
+        for name, span in zip(order, positional, strict=False):
+            named.setdefault(name, span)
         missing = [n for n in order[:-1] if n not in named]
         if missing:
             raise self.error(f"{kind} needs {', '.join(missing)}", fn)
-        a, b = named["DATA"]
-        if not self.tokens[a].is_word("TABLE"):
-            raise self.error(f"{kind}'s first argument is TABLE <name>", self.tokens[a])
-        data = self.seq(a + 1, b)
-        a, b = named["TIMECOL"]
-        if not (self.tokens[a].is_word("DESCRIPTOR") and self.sym(a + 1, "(")):
-            raise self.error(f"{kind}'s time column is DESCRIPTOR(<column>)", self.tokens[a])
-        column = self.seq(a + 2, self.close(a + 1))
+        start, stop = named["DATA"]
+        if not self.tokens[start].is_word("TABLE"):
+            raise self.error(f"{kind}'s first argument is TABLE <name>", self.tokens[start])
+        data = self.sql(start + 1, stop)
+        start, stop = named["TIMECOL"]
+        if not (self.tokens[start].is_word("DESCRIPTOR") and self.is_symbol(start + 1, "(")):
+            raise self.error(f"{kind}'s time column is DESCRIPTOR(<column>)", self.tokens[start])
+        column = self.sql(start + 2, self.closing(start + 1))
         size = self.interval_ms(*named["SIZE"])
         step = self.interval_ms(*named[{"TUMBLE": "SIZE", "HOP": "SLIDE"}.get(kind, "STEP")])
         offset = self.interval_ms(*named["OFFSET"]) if "OFFSET" in named else 0
@@ -364,25 +385,25 @@ class _Translator:
         self.windows.append(
             WindowCall(kind, column, size, step, offset, fn.line, fn.column, bounded)
         )
-        return _window_subquery(kind, data, column, size, step, offset), outer_end + 1
+        return _window_subquery(kind, data, column, size, step, offset), outer_close + 1
 
-    def group_window(self, k: int, args: list[tuple[int, int]]) -> str:
+    def group_window(self, name_at: int, args: list[Span]) -> str:
         """Legacy group windows: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)`` and helpers."""
-        name = self.tokens[k].value.upper()
+        name = self.tokens[name_at].value.upper()
         kind, _, part = name.partition("_")
         if kind == "SESSION":
-            raise self.error(_REFUSED["SESSION"], self.tokens[k])
+            raise self.error(_REFUSED["SESSION"], self.tokens[name_at])
         want = 2 if kind == "TUMBLE" else 3
         if len(args) not in (want, want + 1):
             raise self.error(
-                f"{kind} takes the time column and {want - 1} interval(s)", self.tokens[k]
+                f"{kind} takes the time column and {want - 1} interval(s)", self.tokens[name_at]
             )
-        column = self.seq(*args[0])
+        column = self.sql(*args[0])
         first = self.interval_ms(*args[1])
         size, slide = (first, first) if kind == "TUMBLE" else (self.interval_ms(*args[2]), first)
         offset = self.interval_ms(*args[want]) if len(args) > want else 0
         if not part:
-            tok = self.tokens[k]
+            tok = self.tokens[name_at]
             self.windows.append(WindowCall(kind, column, size, slide, offset, tok.line, tok.column))
         window = _spark_window(column, size, slide, offset)
         return {
@@ -393,33 +414,35 @@ class _Translator:
             "PROCTIME": "current_timestamp()",
         }[part]
 
-    def row(self, k: int, args: list[tuple[int, int]]) -> str:
-        return f"struct({', '.join(self.seq(a, b) for a, b in args)})"
+    def row(self, name_at: int, args: list[Span]) -> str:
+        """``ROW(a, b)`` as a struct."""
+        return f"struct({', '.join(self.sql(*arg) for arg in args)})"
 
-    def json_value(self, k: int, args: list[tuple[int, int]]) -> str:
-        name = self.tokens[k].value.upper()
+    def json_value(self, name_at: int, args: list[Span]) -> str:
+        """``JSON_VALUE``/``JSON_QUERY``/``JSON_EXISTS(text, path ...)``."""
+        name = self.tokens[name_at].value.upper()
         if len(args) != 2:
-            raise self.error(f"{name} takes a JSON string and a path", self.tokens[k])
-        a, b = args[1]
-        path_end = a + 1
-        if self.tokens[a].kind != STRING:
-            raise self.error(f"{name}'s path must be a string literal", self.tokens[a])
-        value = f"get_json_object({self.seq(*args[0])}, {spark_string(self.tokens[a].value)})"
-        rest = self.tokens[path_end:b]
+            raise self.error(f"{name} takes a JSON string and a path", self.tokens[name_at])
+        path_at, stop = args[1]
+        if self.tokens[path_at].kind != STRING:
+            raise self.error(f"{name}'s path must be a string literal", self.tokens[path_at])
+        path = spark_string(self.tokens[path_at].value)
+        value = f"get_json_object({self.sql(*args[0])}, {path})"
+        rest = self.tokens[path_at + 1 : stop]
         if name == "JSON_EXISTS":
             if rest:
                 raise self.error("JSON_EXISTS's ON ERROR clause has no translation", rest[0])
             return f"({value} IS NOT NULL)"
         if rest and rest[0].is_word("RETURNING") and name == "JSON_VALUE":
-            stop = next(
-                (i for i, t in enumerate(rest) if t.is_word("NULL", "DEFAULT", "ERROR")),
+            clause = next(
+                (n for n, t in enumerate(rest) if t.is_word("NULL", "DEFAULT", "ERROR")),
                 len(rest),
             )
             try:
-                spark = _spark_type(" ".join(t.text for t in rest[1:stop]))
+                spark = _spark_type(" ".join(t.text for t in rest[1:clause]))
             except KafkaOptionsError as exc:
                 raise self.error(str(exc), rest[0]) from None
-            value, rest = f"try_cast({value} AS {spark})", rest[stop:]
+            value, rest = f"try_cast({value} AS {spark})", rest[clause:]
         words = " ".join(t.value.upper() for t in rest)
         if words not in ("", "NULL ON EMPTY", "NULL ON ERROR", "NULL ON EMPTY NULL ON ERROR"):
             raise self.error(
@@ -429,52 +452,64 @@ class _Translator:
             )
         return value
 
-    def json_object(self, k: int, args: list[tuple[int, int]]) -> str:
+    def json_object(self, name_at: int, args: list[Span]) -> str:
+        """``JSON_OBJECT(KEY k VALUE v, ... [ABSENT|NULL ON NULL])`` as ``to_json``."""
         pairs: list[str] = []
         keep_nulls = True
-        for a, b in args:
-            toks = self.tokens[a:b]
+        for start, stop in args:
+            toks = self.tokens[start:stop]
             if toks and toks[0].is_word("KEY"):
-                a += 1
+                start += 1
                 toks = toks[1:]
             words = [t.value.upper() for t in toks if t.kind == IDENT]
             if words[-3:] == ["ABSENT", "ON", "NULL"]:
                 keep_nulls = False
-                b -= 3
+                stop -= 3
             elif words[-3:] == ["NULL", "ON", "NULL"] and toks[-3].is_word("NULL"):
-                b -= 3
-            at = next((m for m in range(a, b) if self.tokens[m].is_word("VALUE")), -1)
-            if at < 0:
-                raise self.error("expected KEY 'name' VALUE expression", self.tokens[a])
-            pairs += [self.seq(a, at), self.seq(at + 1, b)]
+                stop -= 3
+            value_at = next(
+                (at for at in range(start, stop) if self.tokens[at].is_word("VALUE")), -1
+            )
+            if value_at < 0:
+                raise self.error("expected KEY 'name' VALUE expression", self.tokens[start])
+            pairs += [self.sql(start, value_at), self.sql(value_at + 1, stop)]
         options = "" if not keep_nulls else ", map('ignoreNullFields', 'false')"
         return f"to_json(named_struct({', '.join(pairs)}){options})"
 
-    def split_index(self, k: int, args: list[tuple[int, int]]) -> str:
+    def split_index(self, name_at: int, args: list[Span]) -> str:
+        """``SPLIT_INDEX(text, separator, index)``: NULL out of range, as in Flink."""
         if len(args) != 3:
-            raise self.error("SPLIT_INDEX takes a string, a separator and an index", self.tokens[k])
-        text, sep, index = (self.seq(a, b) for a, b in args)
+            raise self.error(
+                "SPLIT_INDEX takes a string, a separator and an index", self.tokens[name_at]
+            )
+        text, sep, index = (self.sql(*arg) for arg in args)
         return (
             f"(CASE WHEN ({index}) < 0 THEN NULL ELSE try_element_at(split({text}, "
             f"concat('\\\\Q', {sep}, '\\\\E'), -1), ({index}) + 1) END)"
         )
 
-    def to_timestamp(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.seq(a, b) for a, b in args]
+    def to_timestamp(self, name_at: int, args: list[Span]) -> str:
+        """``TO_TIMESTAMP(text[, format])``: NULL on bad input, as in Flink."""
+        texts = [self.sql(*arg) for arg in args]
         if len(texts) == 1:
             texts.append("'yyyy-MM-dd HH:mm:ss'")
         return f"CAST(try_to_timestamp({', '.join(texts)}) AS TIMESTAMP_NTZ)"
 
-    def to_timestamp_ltz(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.seq(a, b) for a, b in args]
+    def to_timestamp_ltz(self, name_at: int, args: list[Span]) -> str:
+        """``TO_TIMESTAMP_LTZ(number[, 0|3])``: epoch seconds or milliseconds."""
+        texts = [self.sql(*arg) for arg in args]
         precision = texts[1].strip() if len(texts) > 1 else "3"
         fn = {"0": "timestamp_seconds", "3": "timestamp_millis"}.get(precision)
         if fn is None or len(texts) > 2:
-            raise self.error("TO_TIMESTAMP_LTZ takes a number and precision 0 or 3", self.tokens[k])
+            raise self.error(
+                "TO_TIMESTAMP_LTZ takes a number and precision 0 or 3", self.tokens[name_at]
+            )
         return f"{fn}({texts[0]})"
 
-    def regexp_extract(self, k: int, args: list[tuple[int, int]]) -> str:
-        texts = [self.seq(a, b) for a, b in args]
+    def regexp_extract(self, name_at: int, args: list[Span]) -> str:
+        """``REGEXP_EXTRACT(text, regex[, group])``: the whole match by default, NULL when
+        nothing matches."""
+        texts = [self.sql(*arg) for arg in args]
         if len(texts) == 2:
             texts.append("0")  # Flink's default group: the whole match
         # Flink returns NULL when nothing matches; Spark an empty string
@@ -532,21 +567,21 @@ FUNCTIONS: dict[str, str] = {
 }
 """Flink functions that Spark spells differently (same arguments, same result)."""
 
-_Handler = Callable[[_Translator, int, list[tuple[int, int]]], str]
+_Handler = Callable[[_QueryRewriter, int, list[Span]], str]
 _HANDLERS: dict[str, _Handler] = {
-    "CAST": _Translator.cast,
-    "TRY_CAST": _Translator.cast,
-    "ROW": _Translator.row,
-    "JSON_VALUE": _Translator.json_value,
-    "JSON_QUERY": _Translator.json_value,
-    "JSON_EXISTS": _Translator.json_value,
-    "JSON_OBJECT": _Translator.json_object,
-    "SPLIT_INDEX": _Translator.split_index,
-    "TO_TIMESTAMP": _Translator.to_timestamp,
-    "TO_TIMESTAMP_LTZ": _Translator.to_timestamp_ltz,
-    "REGEXP_EXTRACT": _Translator.regexp_extract,
+    "CAST": _QueryRewriter.cast,
+    "TRY_CAST": _QueryRewriter.cast,
+    "ROW": _QueryRewriter.row,
+    "JSON_VALUE": _QueryRewriter.json_value,
+    "JSON_QUERY": _QueryRewriter.json_value,
+    "JSON_EXISTS": _QueryRewriter.json_value,
+    "JSON_OBJECT": _QueryRewriter.json_object,
+    "SPLIT_INDEX": _QueryRewriter.split_index,
+    "TO_TIMESTAMP": _QueryRewriter.to_timestamp,
+    "TO_TIMESTAMP_LTZ": _QueryRewriter.to_timestamp_ltz,
+    "REGEXP_EXTRACT": _QueryRewriter.regexp_extract,
     **{
-        f"{w}{p}": _Translator.group_window
+        f"{w}{p}": _QueryRewriter.group_window
         for w in ("TUMBLE", "HOP", "SESSION")
         for p in ("", "_START", "_END", "_ROWTIME", "_PROCTIME")
     },
@@ -575,9 +610,9 @@ def translate_query(text: str, start: int = 0, end: int | None = None) -> SparkQ
         'SELECT current_timestamp() AS t , struct(a, b) AS r FROM s'
     """
     end = len(text) if end is None else end
-    tr = _Translator(_tokens(text, start, end))
-    spark = tr.seq(0, len(tr.tokens))
-    return SparkQuery(spark, tuple(tr.stateful), tuple(tr.windows))
+    rewriter = _QueryRewriter(_tokens(text, start, end))
+    spark = rewriter.sql(0, len(rewriter.tokens))
+    return SparkQuery(spark, tuple(rewriter.stateful), tuple(rewriter.windows))
 
 
 def translate_expression(text: str) -> str:

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KafkaConnectorError
+from ..source.offsets import TopicPartition
 
 CHECKPOINT_METADATA_KEY = "kafka_checkpoint"
 CHECKPOINT_VERSION = 1
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -392,7 +392,7 @@ def test_spark_avro_decodes_clean_records_in_the_jvm_and_python_explains_the_res
     fastavro.schemaless_writer(good, schema, {"id": 1, "ts": at, "tags": ["a"]})
     got = _stage_values(
         spark, [good.getvalue(), b"\x02\x09"],
-        avro_format.decode_stages(F.col("value"), columns, {}, "p_"),
+        avro_format.FORMAT.decode_stages(F.col("value"), columns, {}, "p_"),
     )  # fmt: skip
     assert got[0][0] is True and got[0][1] == (1, at, ["a"]) and got[0][2] is None
     assert got[1][0] is None and got[1][1] is None and "not an Avro datum" in got[1][2]
@@ -408,7 +408,7 @@ def test_spark_avro_decodes_clean_records_in_the_jvm_and_python_explains_the_res
     assert format_settings("avro-confluent", options)["subject"] == subject
     got = _stage_values(
         spark, [framed, unknown],
-        avro_confluent.decode_stages(F.col("value"), columns, options, "p_"),
+        avro_confluent.FORMAT.decode_stages(F.col("value"), columns, options, "p_"),
     )  # fmt: skip
     assert got[0][0] is True and got[0][1] == (7, None, None) and got[0][2] is None
     assert got[1][0] is None and "could not be fetched" in got[1][2]

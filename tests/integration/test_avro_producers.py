@@ -65,14 +65,16 @@ def _both_paths(
     """(rows from ``from_avro``, rows from the Python workers) of ``values``; the first must
     all have been read in the JVM, none may be dirty."""
     frame = spark.createDataFrame([(bytearray(v),) for v in values], "value binary")
-    stages, (row, error, _) = avro_confluent.decode_stages(F.col("value"), columns, options, "p_")
+    stages, (row, error, _) = avro_confluent.FORMAT.decode_stages(
+        F.col("value"), columns, options, "p_"
+    )
     jvm = frame
     for stage in stages:
         jvm = jvm.select("*", *[expr.alias(name) for name, expr in stage.items()])
     read_in_jvm = F.col("p_avro_jvm")["__dkf_read"]
     fast = jvm.select(read_in_jvm.alias("jvm"), row.alias("row"), error.alias("error")).collect()
     assert [(r["jvm"], r["error"]) for r in fast] == [(True, None)] * len(values)
-    py_row, py_error, _ = avro_confluent.decode(F.col("value"), columns, options)
+    py_row, py_error, _ = avro_confluent.FORMAT.decode(F.col("value"), columns, options)
     slow = frame.select(py_row.alias("row"), py_error.alias("error")).collect()
     assert [r["error"] for r in slow] == [None] * len(values)
     return [tuple(r["row"]) for r in fast], [tuple(r["row"]) for r in slow]
@@ -165,9 +167,11 @@ def test_time_millis_reads_as_flink_time_in_python(spark, schema_registry_url, r
     good = _framed(schema_id, writer, {"at": dt.time(10, 11, 12, 345000), "micros": dt.time(1)})
     options = {"url": schema_registry_url, "subject": subject}
     frame = spark.createDataFrame([(bytearray(good),)], "value binary")
-    row, error, _ = avro_confluent.decode(F.col("value"), [Column("at", "TIME(3)")], options)
+    row, error, _ = avro_confluent.FORMAT.decode(F.col("value"), [Column("at", "TIME(3)")], options)
     assert [tuple(r) for r in frame.select(row, error).collect()] == [(("10:11:12.345",), None)]
-    row, error, _ = avro_confluent.decode(F.col("value"), [Column("micros", "TIME(3)")], options)
+    row, error, _ = avro_confluent.FORMAT.decode(
+        F.col("value"), [Column("micros", "TIME(3)")], options
+    )
     ((_, reason),) = frame.select(row, error).collect()
     assert "cannot be read as the table's schema" in reason
 

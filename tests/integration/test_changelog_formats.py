@@ -615,12 +615,12 @@ def decode_module(spark, name: str, values: list[bytes | None], columns, options
     """``decode_changelog_stages`` of format ``name`` over ``values``: (kinds+rows, errors)."""
     from pyspark.sql import functions as F
 
-    from dagster_kafka_flinklike.formats import format_module
+    from dagster_kafka_flinklike.formats import get_format
     from dagster_kafka_flinklike.options import Column
 
     cols = [Column(**c) for c in columns]
     frame = spark.createDataFrame([(v,) for v in values], "value binary")
-    stages, (rows, meta, error, tolerated) = format_module(name).decode_changelog_stages(
+    stages, (rows, meta, error, tolerated) = get_format(name).decode_changelog_stages(
         F.col("value"), cols, [], options, "__t_" if staged else None
     )
     assert meta is None

@@ -375,7 +375,7 @@ def test_once_the_broker_aborts_a_killed_producers_transaction_the_check_passes(
 
 def transactions_command(command: str) -> None:
     """Run a ``kafka-transactions.sh`` command line with the embedded broker's own jars."""
-    from dagster_kafka_flinklike.local._fetch import fetch_kafka, find_java
+    from dagster_kafka_flinklike.local.fetch import fetch_kafka, find_java
 
     args = command.split()
     assert args[0] == "kafka-transactions.sh"
@@ -451,7 +451,7 @@ def test_a_producer_killed_in_its_transaction_fails_the_check_by_default(
 
 def test_a_transaction_that_ends_while_watched_is_not_stuck(kafka_bootstrap, new_topic) -> None:
     from dagster_kafka_flinklike.run.transactions import open_transactions, still_open
-    from dagster_kafka_flinklike.source._admin import KafkaAdmin
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
 
     topic = new_topic(partitions=1)
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": topic})

@@ -122,7 +122,7 @@ def test_debezium_avro_events_become_changelog_rows(
         (6, 'value (debezium-avro-confluent): unknown "op" value "t"', False),
     ]  # fmt: skip
     assert all(r[ROW_KIND] is not None for r in got if r["__dkf_error"] is None)
-    stages, _ = debezium_avro.decode_changelog_stages(
+    stages, _ = debezium_avro.FORMAT.decode_changelog_stages(
         F.col("value"), [Column(**c) for c in PRODUCTS], [], spec.value_format, "p_"
     )
     if strategy == "record":  # no version of the table's subject: the Python workers alone

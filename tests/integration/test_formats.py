@@ -14,7 +14,7 @@ import pytest
 
 from dagster_kafka_flinklike.errors import KafkaOptionsError
 from dagster_kafka_flinklike.formats import csv as csv_format
-from dagster_kafka_flinklike.formats import format_module
+from dagster_kafka_flinklike.formats import get_format
 from dagster_kafka_flinklike.formats import json as json_format
 from dagster_kafka_flinklike.formats import raw as raw_format
 from dagster_kafka_flinklike.options import Column, struct_type
@@ -43,7 +43,7 @@ def encoded(spark: Any, columns: list[Column], data: list[tuple], fmt: str, opti
 
     frame = spark.createDataFrame(data, struct_type(columns))
     fields = [(F.col(f"`{c.name}`"), c) for c in columns]
-    out = frame.select(format_module(fmt).encode(fields, options).alias("b")).collect()
+    out = frame.select(get_format(fmt).encode(fields, options).alias("b")).collect()
     return [None if r["b"] is None else bytes(r["b"]) for r in out]
 
 
@@ -598,7 +598,7 @@ def test_csv_rejects_nested_types_it_cannot_hold() -> None:
 
     for type_ in ("MAP<STRING, INT>", "ARRAY<ARRAY<INT>>", "ROW<a ROW<b INT>>", "MULTISET<INT>"):
         with pytest.raises(KafkaOptionsError, match="cannot hold column 'c'"):
-            csv_format.decode(F.col("value"), [Column("c", type_)], {})
+            csv_format.FORMAT.decode(F.col("value"), [Column("c", type_)], {})
 
 
 # --------------------------------------------------------------------------------------------
@@ -717,11 +717,11 @@ def test_raw_rejects_what_spark_or_the_format_cannot_hold() -> None:
     from pyspark.sql import functions as F
 
     with pytest.raises(KafkaOptionsError, match=r"'raw\.charset' = 'gbk' is not supported"):
-        raw_format.decode(F.col("value"), [Column("s", "STRING")], {"charset": "gbk"})
+        raw_format.FORMAT.decode(F.col("value"), [Column("s", "STRING")], {"charset": "gbk"})
     with pytest.raises(KafkaOptionsError, match="cannot hold column 'd' of type DATE"):
-        raw_format.decode(F.col("value"), [Column("d", "DATE")], {})
+        raw_format.FORMAT.decode(F.col("value"), [Column("d", "DATE")], {})
     with pytest.raises(KafkaOptionsError, match="exactly one physical column"):
-        raw_format.encode([], {})
+        raw_format.FORMAT.encode([], {})
 
 
 def test_json_module_exports_staged_decoding_that_agrees_with_decode(spark) -> None:
@@ -730,9 +730,9 @@ def test_json_module_exports_staged_decoding_that_agrees_with_decode(spark) -> N
     frame = spark.createDataFrame([(b'{"i": "5", "s": 1}',), (b'{"i": "x"}',)], "value binary")
     columns = [Column("i", "INT"), Column("s", "STRING")]
     names = ("v", "e", "t")
-    result = json_format.decode(F.col("value"), columns, {})
+    result = json_format.FORMAT.decode(F.col("value"), columns, {})
     direct = frame.select(*[c.alias(n) for c, n in zip(result, names, strict=True)])
-    stages, result = json_format.decode_stages(F.col("value"), columns, {}, "__t_")
+    stages, result = json_format.FORMAT.decode_stages(F.col("value"), columns, {}, "__t_")
     staged = frame
     for stage in stages:
         staged = staged.select("*", *[e.alias(n) for n, e in stage.items()])

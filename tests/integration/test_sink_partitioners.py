@@ -16,7 +16,7 @@ import pytest
 
 from dagster_kafka_flinklike import KafkaOptionsError, KafkaTableSpec
 from dagster_kafka_flinklike.local import fetch_kafka
-from dagster_kafka_flinklike.local._fetch import find_java
+from dagster_kafka_flinklike.local.fetch import find_java
 from dagster_kafka_flinklike.sink.partitioners import (
     KafkaPartitioner,
     SinkPartitioner,

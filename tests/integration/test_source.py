@@ -7,7 +7,7 @@ from confluent_kafka import Producer
 from dagster_kafka_flinklike import KafkaTableSpec
 from dagster_kafka_flinklike.options import client_config
 from dagster_kafka_flinklike.source import plan_source
-from dagster_kafka_flinklike.source._admin import KafkaAdmin
+from dagster_kafka_flinklike.source.admin import KafkaAdmin
 from dagster_kafka_flinklike.source.reader import read_splits
 from tests.conftest import produce
 

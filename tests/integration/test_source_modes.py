@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from dagster_kafka_flinklike import KafkaTableSpec, OffsetsError
 from dagster_kafka_flinklike.options import client_config
 from dagster_kafka_flinklike.source import SourcePlan, plan_source
-from dagster_kafka_flinklike.source._admin import KafkaAdmin
+from dagster_kafka_flinklike.source.admin import KafkaAdmin
 from dagster_kafka_flinklike.source.reader import read_splits
 from tests.conftest import produce, wait_for_topic
 

@@ -17,12 +17,12 @@ from dagster_kafka_flinklike import (
     parse_data_ingestion,
 )
 from dagster_kafka_flinklike.errors import KafkaYamlError
+from dagster_kafka_flinklike.formats.debezium import connect_schema
 from dagster_kafka_flinklike.ingestion import Route, Selectors, TableId, TopicMapping, route_table
-from dagster_kafka_flinklike.ingestion.encode import connect_schema
 from dagster_kafka_flinklike.ingestion.observe import jdbc_type, mysql_type
 from dagster_kafka_flinklike.ingestion.transform import TransformRule, split_items
 from dagster_kafka_flinklike.options import FlinkType
-from dagster_kafka_flinklike.options._ingestion import INGESTION_KEYS, REFUSED_INGESTION_KEYS
+from dagster_kafka_flinklike.options.ingestion_keys import INGESTION_KEYS, REFUSED_INGESTION_KEYS
 from tests.ingestion_seed import as_written, seed_pipelines
 
 BASE = "source: {type: kafka, topic: cdc}\nsink: {type: kafka}\n"

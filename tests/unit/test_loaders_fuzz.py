@@ -24,7 +24,7 @@ from dagster_kafka_flinklike import KafkaConnectorError, KafkaPipelineComponent
 from dagster_kafka_flinklike.ingestion import parse_data_ingestion
 from dagster_kafka_flinklike.ingestion._yaml import load_yaml
 from dagster_kafka_flinklike.options import is_secret
-from dagster_kafka_flinklike.options._ingestion import INGESTION_KEYS
+from dagster_kafka_flinklike.options.ingestion_keys import INGESTION_KEYS
 from dagster_kafka_flinklike.sql import parse_flink_sql
 from dagster_kafka_flinklike.sql.lexer import STRING, SYMBOL, tokenize
 from dagster_kafka_flinklike.sql.pipeline import plan_flink_sql

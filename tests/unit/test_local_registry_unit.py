@@ -21,8 +21,8 @@ from dagster_kafka_flinklike.local import (
     fetch_schema_registry,
     resolve_schema_registry_url,
 )
-from dagster_kafka_flinklike.local._fetch import _unpack, maven_repository
 from dagster_kafka_flinklike.local._registry import render_registry_properties
+from dagster_kafka_flinklike.local.fetch import _unpack, maven_repository
 from tests.unit.test_local_unit import _dead_pid, _parse_properties
 
 

@@ -27,7 +27,7 @@ from dagster_kafka_flinklike.local import (
     resolve_bootstrap_servers,
 )
 from dagster_kafka_flinklike.local._broker import _new_cluster_id, render_log4j2_properties
-from dagster_kafka_flinklike.local._fetch import render_pom
+from dagster_kafka_flinklike.local.fetch import render_pom
 
 
 def _parse_properties(text: str) -> dict[str, str]:

@@ -268,6 +268,6 @@ def test_debezium_avro_confluent_schema_must_be_the_envelope() -> None:
         {"name": "id", "type": "long"}]})  # fmt: skip
     spec = build({**DEBEZIUM_AVRO, "debezium-avro-confluent.schema": not_envelope})
     with pytest.raises(KafkaOptionsError, match="fields 'before', 'after' and 'op'") as info:
-        debezium_avro.decode_changelog_stages(None, [Column("id", "BIGINT")], [],
+        debezium_avro.FORMAT.decode_changelog_stages(None, [Column("id", "BIGINT")], [],
                                               spec.value_format)  # fmt: skip
     assert info.value.keys == ("debezium-avro-confluent.schema",)

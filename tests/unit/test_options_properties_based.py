@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagster_kafka_flinklike.options import (
+    FORMAT_OPTIONS,
     OPTIONS,
     Column,
     KafkaOptionsError,
@@ -19,7 +20,6 @@ from dagster_kafka_flinklike.options import (
     parse_flink_type,
     parse_specific_offsets,
 )
-from dagster_kafka_flinklike.options._formats import FORMAT_OPTIONS
 from dagster_kafka_flinklike.options._librdkafka import LIBRDKAFKA_PROPERTIES
 from dagster_kafka_flinklike.sql import FlinkSqlError, parse_flink_sql
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dagster_kafka_flinklike.formats import format_module
+from dagster_kafka_flinklike.formats import get_format
 from dagster_kafka_flinklike.options import Column, struct_type
 from tests.protobuf_defs import message_class, write_descriptor_set
 from tests.unit.test_options_protobuf import ORDER_COLUMNS
@@ -61,7 +61,7 @@ def decoded(spark: Any, values: list[bytes | None], columns: list[Column], opts:
     from pyspark.sql import functions as F
 
     frame = spark.createDataFrame([(v,) for v in values], "value binary")
-    row, error, tolerated = format_module("protobuf").decode(F.col("value"), columns, opts)
+    row, error, tolerated = get_format("protobuf").decode(F.col("value"), columns, opts)
     out = frame.select(row.alias("r"), error.alias("e"), tolerated.alias("t")).collect()
     return [(plain(r["r"]), r["e"], r["t"]) for r in out]
 
@@ -71,7 +71,7 @@ def encoded(spark: Any, frame: Any, columns: list[Column], opts: dict) -> list[b
     from pyspark.sql import functions as F
 
     fields = [(F.col(f"`{c.name}`"), c) for c in columns]
-    out = frame.select(format_module("protobuf").encode(fields, opts).alias("b")).collect()
+    out = frame.select(get_format("protobuf").encode(fields, opts).alias("b")).collect()
     return [None if r["b"] is None else bytes(r["b"]) for r in out]
 
 
@@ -212,7 +212,7 @@ def test_null_values_yield_no_row(spark) -> None:
     from pyspark.sql import functions as F
 
     frame = spark.createDataFrame([(None,), (b"",)], "value binary")
-    flags = frame.select(format_module("protobuf").skipped(F.col("value"), {}).alias("s"))
+    flags = frame.select(get_format("protobuf").skipped(F.col("value"), {}).alias("s"))
     assert [r["s"] for r in flags.collect()] == [True, False]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dagster_kafka_flinklike.errors import KafkaOptionsError
-from dagster_kafka_flinklike.formats import format_module
+from dagster_kafka_flinklike.formats import get_format
 from dagster_kafka_flinklike.formats._registry import FramingError
 from dagster_kafka_flinklike.formats.protobuf_confluent import (
     indexes_bytes,
@@ -18,7 +18,7 @@ from dagster_kafka_flinklike.formats.protobuf_confluent import (
     read_indexes,
 )
 from dagster_kafka_flinklike.options import Column, KafkaTableSpec
-from dagster_kafka_flinklike.options._protobuf import pool
+from dagster_kafka_flinklike.options.protobuf_descriptors import pool
 from tests.protobuf_defs import descriptor_set, message_class, write_descriptor_set
 
 NAME = "protobuf-confluent"
@@ -129,7 +129,7 @@ def test_framed_records_decode_through_spark(spark, desc: str) -> None:
     for ignore in ("false", "true"):
         opts = {"message-class-name": "shop.Order", "descriptor-file": desc,
                 "url": "http://registry:8081", "ignore-parse-errors": ignore}  # fmt: skip
-        stages, (row, error, tolerated) = format_module(NAME).decode_stages(
+        stages, (row, error, tolerated) = get_format(NAME).decode_stages(
             F.col("value"), COLUMNS, opts, "__dkf_value_", headers=F.col("headers")
         )
         staged = frame.select("*", *[e.alias(n) for n, e in stages[0].items()])

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagster_kafka_flinklike import KafkaOptionsError
-from dagster_kafka_flinklike.options import parse_flink_type
-from dagster_kafka_flinklike.options._formats import parse_fixed_types
+from dagster_kafka_flinklike.options import parse_fixed_types, parse_flink_type
 from dagster_kafka_flinklike.source.inference import (
     InferenceSettings,
     infer_json_fields,

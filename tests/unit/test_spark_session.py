@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dagster_kafka_flinklike import _spark_session as session
+from dagster_kafka_flinklike._sessions import per_session
 
 
 @pytest.fixture()
@@ -108,14 +109,14 @@ def test_per_session_builds_once_per_session_and_key() -> None:
         built.append(name)
         return [name]
 
-    a = session.per_session(first, ("k", 1), lambda: build("a"))
-    assert session.per_session(first, ("k", 1), lambda: build("again")) is a
-    assert session.per_session(first, ("k", 2), lambda: build("b")) == ["b"]
-    assert session.per_session(second, ("k", 1), lambda: build("c")) == ["c"]
+    a = per_session(first, ("k", 1), lambda: build("a"))
+    assert per_session(first, ("k", 1), lambda: build("again")) is a
+    assert per_session(first, ("k", 2), lambda: build("b")) == ["b"]
+    assert per_session(second, ("k", 1), lambda: build("c")) == ["c"]
     assert built == ["a", "b", "c"]
     # What cannot be referenced weakly is built every time.
-    assert session.per_session(3, ("k", 1), lambda: build("d")) == ["d"]
-    assert session.per_session(3, ("k", 1), lambda: build("e")) == ["e"]
+    assert per_session(3, ("k", 1), lambda: build("d")) == ["d"]
+    assert per_session(3, ("k", 1), lambda: build("e")) == ["e"]
 
 
 def test_each_pyspark_installation_has_an_archive_of_its_own(

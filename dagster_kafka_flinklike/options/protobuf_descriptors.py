@@ -394,7 +394,6 @@ def check_columns(
 
 
 __all__ = [
-    "PROTO_SOURCE_REASON",
     "SCALAR_TYPES",
     "check_columns",
     "descriptor_file",

@@ -26,6 +26,7 @@ from ..errors import KafkaClientError, KafkaErrorKind, OffsetsError, classify_ka
 from ..options import client_config
 from .offsets import TopicPartition, describe_partitions
 
+#: How long a broker request waits for its answer by default, in seconds.
 DEFAULT_TIMEOUT_S = 30.0
 _RETRY_PAUSE_S = 0.2
 #: Kafka's own internal topics, which a topic pattern never subscribes to (as in Flink).
@@ -408,3 +409,6 @@ class KafkaAdmin:
             return len(futures[group].result().members or ())
 
         return self._group_call("describe the members", describe)
+
+
+__all__ = ["DEFAULT_TIMEOUT_S", "INTERNAL_TOPICS", "KafkaAdmin", "admin_client"]
