@@ -21,8 +21,8 @@ from dagster import (
 
 from dagster_kafka_flinklike import KafkaOptionsError, KafkaResource, KafkaTableSpec, SparkResource
 from dagster_kafka_flinklike.io_manager import KafkaIOManager
-from dagster_kafka_flinklike.translator import TABLE_METADATA_KEY, kafka_table_metadata
 from dagster_kafka_flinklike.spark import local_spark_config
+from dagster_kafka_flinklike.translator import TABLE_METADATA_KEY, kafka_table_metadata
 from tests.conftest import consume_all, produce
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "name", "type": "STRING"}]

@@ -26,8 +26,8 @@ from dagster_kafka_flinklike import (
     KafkaTableSpec,
     build_flink_sql_definitions,
 )
-from dagster_kafka_flinklike.materialization import streaming_tables
 from dagster_kafka_flinklike.components.kafka_pipeline.schema import AssetModel
+from dagster_kafka_flinklike.materialization import streaming_tables
 
 TYPE = "dagster_kafka_flinklike.KafkaPipelineComponent"
 
