@@ -5,8 +5,9 @@ dagster-dbt: a streaming asset depends on the specs of its source tables, the so
 external observable assets (:func:`~.source_assets.build_kafka_source_assets`), and the
 sink topic is what the streaming asset materializes, so the asset graph reads topic → asset →
 topic. A table whose asset key equals a streaming asset's key (by default: the table's name and
-the asset's name) is that asset, so a pipeline of streaming assets links up. A table can also travel in an
-asset's metadata (:func:`kafka_table_metadata`), for ``KafkaIOManager``. Nothing here does I/O.
+the asset's name) is that asset, so a pipeline of streaming assets links up. A table can also
+travel in an asset's metadata (:func:`kafka_table_metadata`), for ``KafkaIOManager``. Nothing
+here does I/O.
 """
 
 from __future__ import annotations
