@@ -134,7 +134,8 @@ class KafkaIOManager(ConfigurableIOManager):
         run = self._run(context.log, windows=time_window)
         self._runs.append(run)
         frame = _declared_columns(run.read(asset, spec), spec)
-        run.police()  # the input is handed on: its dirty records are policed before
+        # The input is handed on: the dirty-data policy applies before the downstream step runs.
+        run.apply_dirty_data_policy()
         metrics = {
             k: (MetadataValue.json(v) if isinstance(v, dict | list) else v)
             for k, v in run.metadata().items()

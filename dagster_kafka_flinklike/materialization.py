@@ -219,8 +219,9 @@ class RunOutput:
 
 
 #: A front end's part of a run: reads its sources, runs its query and writes (``run.read``,
-#: ``run.write``); the driver commits.
-RunBody = Callable[["StreamingRun"], RunOutput | None]
+#: ``run.write``); the driver commits. A value that is not a :class:`RunOutput` (e.g. the
+#: ``WriteResult`` of ``run.write``) is not the asset's output: it is already in the metrics.
+RunBody = Callable[["StreamingRun"], Any]
 
 
 class KafkaMaterialization:
@@ -234,7 +235,8 @@ class KafkaMaterialization:
     that fails records nothing (its checkpoint stays); a blocking check that fails before the
     commit fails it with its result recorded. ``writes_with`` is the table whose client and
     delivery guarantee the run writes with when the asset has no sink table of its own (a
-    data-ingestion pipeline writes many topics).
+    data-ingestion pipeline writes many topics). ``kafka`` is the :class:`~.KafkaResource`
+    (by default the context's resource named by ``tables.kafka_resource_key``).
 
     Example:
         >>> materialization = KafkaMaterialization(context, key, tables, checks)  # doctest: +SKIP
@@ -254,6 +256,7 @@ class KafkaMaterialization:
         max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT,
         min_splits: int | None = None,
         writes_with: KafkaTableSpec | None = None,
+        kafka: Any = None,
     ) -> None:
         self.context = context
         self.key = key
@@ -264,7 +267,9 @@ class KafkaMaterialization:
         self.max_records_per_split = max_records_per_split
         self.min_splits = min_splits
         self.writes_with = writes_with if writes_with is not None else tables.sink
-        self.kafka = getattr(context.resources, tables.kafka_resource_key)
+        self.kafka = (
+            kafka if kafka is not None else getattr(context.resources, tables.kafka_resource_key)
+        )
         self._name = key.to_user_string()
 
     def events(self, body: RunBody) -> Iterator[Any]:
@@ -283,7 +288,8 @@ class KafkaMaterialization:
         gate = CommitGate(self.checks, self.key, lambda run: self._scope(run, None))
         run = self._run(gate)
         try:
-            outcome = body(run) or RunOutput()
+            returned = body(run)
+            outcome = returned if isinstance(returned, RunOutput) else RunOutput()
             checkpoint = run.commit()
             metadata = {**materialization_metadata(run, checkpoint), **outcome.metadata}
             self.context.log.info(f"Kafka run {{'sources': {sorted(run.sources)}}}: {metadata}")
@@ -333,8 +339,15 @@ class KafkaMaterialization:
             checkpoint = latest_checkpoint(context.instance, self.key)
         infers = any(s.infers_schema for s in tables.sources.values())
         self._name = name
+        spark = getattr(context.resources, self.spark_resource_key, None)
+        if spark is None:
+            raise KafkaConnectorError(
+                f"Asset {self.key.to_user_string()!r} has no Spark resource "
+                f"{self.spark_resource_key!r}: declare it (a parameter "
+                f"'{self.spark_resource_key}: SparkResource', or required_resource_keys)."
+            )
         return StreamingRun(
-            spark=getattr(context.resources, self.spark_resource_key).spark_session,
+            spark=spark.spark_session,
             defaults=self.kafka.connection_defaults(),
             checkpoint=checkpoint,
             min_splits=self.min_splits,

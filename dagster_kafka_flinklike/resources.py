@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from dagster import ConfigurableResource
+from dagster import AssetKey, ConfigurableResource
 from pydantic import Field
 
 from .options import KafkaTableSpec, redact
 from .run.tables import ResolvedTable, merge_properties, resolve_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .checks import KafkaAssetCheck
+    from .run import StreamingRun
 
 
 class KafkaResource(ConfigurableResource):
@@ -66,6 +72,51 @@ class KafkaResource(ConfigurableResource):
         Resolved at run time, so a code location loads before the cluster is reachable.
         """
         return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip() or None
+
+    def run(
+        self,
+        context: Any,
+        body: Callable[[StreamingRun], Any],
+        *,
+        sources: Mapping[str, KafkaTableSpec],
+        sink: KafkaTableSpec | None = None,
+        asset_key: AssetKey | str | Sequence[str] | None = None,
+        checks: Sequence[KafkaAssetCheck] = (),
+        spark_resource_key: str = "pyspark",
+    ) -> Iterator[Any]:
+        """Materialize one asset of a ``@multi_asset`` of your own over Kafka tables, as
+        dagster-sling's ``replicate(context)``: yields its ``MaterializeResult`` and its checks'
+        results.
+
+        ``body(run)`` reads the ``sources`` (``run.read(name, spec)``: a Spark DataFrame from
+        the last checkpoint) and writes (``run.write(sink, frame)``); the run then commits the
+        new checkpoint, which the next materialization resumes from, exactly as a
+        ``@kafka_streaming_asset`` does; the asset needs the Spark resource too
+        (``spark_resource_key``). A run that fails commits nothing. ``asset_key`` names
+        the asset (default: the context's only asset); ``checks`` (their specs declared on the
+        asset with ``check.spec(key)``) gate the commit or follow it as on a streaming asset.
+
+        Example:
+            >>> @multi_asset(specs=[AssetSpec("revenue")])  # doctest: +SKIP
+            ... def revenue(context, kafka: KafkaResource, pyspark: SparkResource):
+            ...     yield from kafka.run(
+            ...         context,
+            ...         lambda run: run.write(sink, run.read("orders", orders).groupBy(...)...),
+            ...         sources={"orders": orders},
+            ...         sink=sink,
+            ...     )
+
+        Raises:
+            KafkaConnectorError: the run failed (its checkpoint stays).
+        """
+        from .materialization import KafkaMaterialization, StreamingTables
+
+        key = AssetKey.from_coercible(asset_key) if asset_key is not None else context.asset_key
+        tables = StreamingTables(dict(sources), sink, kafka_resource_key="", checks=tuple(checks))
+        materialization = KafkaMaterialization(
+            context, key, tables, checks, spark_resource_key=spark_resource_key, kafka=self
+        )
+        return materialization.events(body)
 
     def __repr__(self) -> str:
         return (

@@ -192,8 +192,8 @@ def decode_tables(
 
     ``saved`` are the schemas the last run kept (by table id); ``sampled`` a callable giving
     the ``static`` strategy's sample (asked only when no schema was kept). Returns the
-    :class:`~..run.decode.DecodedTable` the run cycle counts and polices (its frame: the clean
-    records' table ids), and the tables' rows.
+    :class:`~..run.decode.DecodedTable` the run cycle counts and applies the dirty-data policy
+    to (its frame: the clean records' table ids), and the tables' rows.
 
     Raises:
         DeserializationError: a table's schema changes incompatibly and errors are not

@@ -100,7 +100,7 @@ class IngestionRun:
         return decoded
 
     def execute(self) -> IngestionResult:
-        """Read, decode, police dirty data, transform, route, encode and write.
+        """Read, decode, apply the dirty-data policy, transform, route, encode and write.
 
         Raises:
             DeserializationError: dirty records the source does not tolerate (or more than

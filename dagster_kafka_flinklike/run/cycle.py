@@ -75,7 +75,7 @@ class SourceRead:
     #: The columns inferred for a table that declares none (:mod:`.schema`).
     schema: InferredSchema | None = None
     #: Whether the dirty-data policy was applied (``dirty`` holds its outcome).
-    policed: bool = False
+    policy_applied: bool = False
     #: A run over time windows: where its windows stop in the source's partitions.
     windows: WindowOffsets | None = None
     #: Per time window (by key), why it may be incomplete in a partition (retention).
@@ -272,11 +272,11 @@ class StreamingRun:
         read.notes, read.schema = notes, schema
         self.sources[name] = read
         if decoded.counts.counted:
-            self._police()
+            self._apply_dirty_data_policy()
         read.read_s = time.monotonic() - began
         return read.frame
 
-    def police(self) -> list[DirtyData]:
+    def apply_dirty_data_policy(self) -> list[DirtyData]:
         """Apply the dirty-data policy now to the sources read so far, for a run that hands its
         rows on instead of writing them (an IO manager's input): their statistics come from
         one job of their own when no write has counted them.
@@ -284,21 +284,21 @@ class StreamingRun:
         Raises:
             DeserializationError: dirty records a source does not tolerate.
         """
-        return self._police()
+        return self._apply_dirty_data_policy()
 
-    def _police(self) -> list[DirtyData]:
-        """Apply the dirty-data policy to the sources not policed yet (their statistics come
+    def _apply_dirty_data_policy(self) -> list[DirtyData]:
+        """Apply the dirty-data policy to the sources not policy_applied yet (their statistics come
         from the pass that read them, or a pass of their own if none did).
 
         Raises:
             DeserializationError: dirty records a source does not tolerate.
         """
         for read in self.sources.values():
-            if not read.policed:
+            if not read.policy_applied:
                 read.dirty = apply_dirty_policy(
                     read.table, read.decoded, self.log, self.failure_outcome
                 )
-                read.policed = True
+                read.policy_applied = True
         return [read.dirty for read in self.sources.values()]
 
     @property
@@ -349,12 +349,12 @@ class StreamingRun:
             self.log,
             transaction=transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._police,
+            dirty=self._apply_dirty_data_policy,
             ready=self._decide,
         )
-        self._police()
+        self._apply_dirty_data_policy()
         if transaction is not None:
-            self._letters_written()
+            self._forget_written_dead_letters()
         return self.write_result
 
     def write_topics(
@@ -378,12 +378,12 @@ class StreamingRun:
             self.log,
             transaction=self.transaction,
             source_offsets=self._source_offsets(),
-            dirty=self._police,
+            dirty=self._apply_dirty_data_policy,
             ready=self._decide,
         )
-        self._police()
+        self._apply_dirty_data_policy()
         if self.transaction is not None:
-            self._letters_written()
+            self._forget_written_dead_letters()
         return self.write_result
 
     def _source_offsets(self) -> dict[str, dict[TopicPartition, int]]:
@@ -394,9 +394,11 @@ class StreamingRun:
             if read.admin.group_id and not self.replaying
         }
 
-    def _letters_written(self) -> None:
+    def _forget_written_dead_letters(self) -> None:
+        """Drop the dead letters just written from each source's dirty data, so that no later
+        step writes them again."""
         for read in self.sources.values():
-            read.dirty = _without_letters(read.dirty)
+            read.dirty = _dead_letters_written(read.dirty)
 
     def commit(self) -> OffsetsCheckpoint | None:
         """The new checkpoint; also commits it to each source's consumer group (monitoring).
@@ -407,8 +409,8 @@ class StreamingRun:
         nothing to the groups.
         """
         tables = {name: read.table for name, read in self.sources.items()}
-        write_dead_letters(tables, self._police())
-        self._letters_written()
+        write_dead_letters(tables, self._apply_dirty_data_policy())
+        self._forget_written_dead_letters()
         self._decide()
         for read in self.sources.values():
             read.committed = commit_group_offsets(
@@ -624,6 +626,6 @@ def write_metrics(result: WriteResult, elapsed_s: float) -> dict[str, Any]:
     return out
 
 
-def _without_letters(dirty: DirtyData) -> DirtyData:
+def _dead_letters_written(dirty: DirtyData) -> DirtyData:
     """``dirty`` once its dead letters are written (they must not be written twice)."""
     return replace(dirty, dead_letters=None)

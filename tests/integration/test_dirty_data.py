@@ -270,9 +270,9 @@ def test_statistics_come_from_the_pass_that_writes(kafka_bootstrap, new_topic, s
     try:
         frame = run.read("events", source_spec)
         read = run.sources["events"]
-        assert not read.decoded.counts.counted and not read.policed
+        assert not read.decoded.counts.counted and not read.policy_applied
         result = run.write(sink_spec, frame)
-        assert read.decoded.counts.counted and read.policed
+        assert read.decoded.counts.counted and read.policy_applied
         assert (read.decoded.stats.records, read.decoded.stats.dirty) == (7, 1)
         assert read.dirty.dirty == 1 and result.records == 6
         assert run.commit() is not None

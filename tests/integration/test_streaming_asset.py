@@ -17,6 +17,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS, encode_order, generate_orders
+from dagster_kafka_flinklike.materialization import streaming_tables
 from dagster_kafka_flinklike.spark import local_spark_config
 from dagster_kafka_flinklike.state import CHECKPOINT_METADATA_KEY
 from tests.conftest import produce
@@ -208,3 +209,53 @@ def test_without_offsets_commit_the_group_is_untouched_and_the_checkpoint_advanc
     meta = second.asset_materializations_for_node("channel_revenue")[0].metadata
     assert meta["numRecordsIn"].value == 5  # the checkpoint advanced all the same
     assert meta[CHECKPOINT_METADATA_KEY].value["sources"]["orders"][orders_topic] == {"0": 35}
+
+
+def test_kafka_resource_run_in_a_multi_asset_of_your_own_checkpoints_like_a_streaming_asset(
+    kafka_bootstrap, new_topic, resources
+) -> None:
+    from dagster import AssetSpec, multi_asset
+
+    orders_topic, out_topic = new_topic(partitions=2), new_topic(partitions=2)
+    streaming = build_asset(orders_topic, out_topic, {})
+    tables = streaming_tables(streaming)
+    orders, sink = tables.sources["orders"], tables.sink
+    fail: dict = {}
+
+    @multi_asset(specs=[AssetSpec("channel_revenue")])
+    def channel_revenue(context, kafka: KafkaResource, pyspark: SparkResource):
+        def body(run):
+            frame = run.read("orders", orders)
+            if fail.get("now"):
+                raise RuntimeError("query failed on purpose")
+            return run.write(
+                sink,
+                frame.groupBy("order_channel").agg(
+                    F.count(F.lit(1)).alias("order_count"), F.sum("real_pay").alias("revenue")
+                ),
+            )
+
+        yield from kafka.run(context, body, sources={"orders": orders}, sink=sink)
+
+    instance = DagsterInstance.ephemeral()
+    produce(kafka_bootstrap, orders_topic, [encode_order(o) for o in generate_orders(8, 40)])
+    first = materialize([channel_revenue], resources=resources, instance=instance)
+    meta = first.asset_materializations_for_node("channel_revenue")[0].metadata
+    assert meta["numRecordsIn"].value == 40
+    checkpoint_1 = meta[CHECKPOINT_METADATA_KEY].value
+    assert sum(checkpoint_1["sources"]["orders"][orders_topic].values()) == 40
+
+    produce(kafka_bootstrap, orders_topic, [encode_order(o) for o in generate_orders(9, 25)])
+    fail["now"] = True
+    failed = materialize(
+        [channel_revenue], resources=resources, instance=instance, raise_on_error=False
+    )
+    assert not failed.success
+    latest = instance.get_latest_materialization_event(channel_revenue.key)
+    assert latest.asset_materialization.metadata[CHECKPOINT_METADATA_KEY].value == checkpoint_1
+
+    fail["now"] = False
+    second = materialize([channel_revenue], resources=resources, instance=instance)
+    meta = second.asset_materializations_for_node("channel_revenue")[0].metadata
+    assert meta["numRecordsIn"].value == 25
+    assert sum(v["order_count"] for _, v in read_all(kafka_bootstrap, out_topic, 2)) == 65

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .local import JvmService
+    from ..local import JvmService
 
 __all__ = ["main"]
 
@@ -55,7 +55,7 @@ class _LocalService:
 
     def make(self) -> JvmService:
         """The service in its directory under ``default_home()``."""
-        from . import local
+        from .. import local
 
         kind: type[JvmService] = getattr(local, self.kind)
         return kind(local.default_home() / self.folder)
@@ -113,7 +113,7 @@ _SPARK = _LocalService(
 
 
 def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
-    from .local import EmbeddedServiceError
+    from ..local import EmbeddedServiceError
 
     if os.environ.get(service.env, "").strip():
         print(
@@ -131,7 +131,7 @@ def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
 
 
 def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
-    from .local import EmbeddedServiceError
+    from ..local import EmbeddedServiceError
 
     instance = service.make()
     try:
@@ -208,8 +208,8 @@ def _add_local_spark(subparsers: _Subparsers) -> None:
 
 
 def _add_sql(subparsers: _Subparsers) -> None:
-    """Register ``dkf sql check|run`` (:mod:`.sql.cli`)."""
-    from .sql.cli import register
+    """Register ``dkf sql check|run`` (:mod:`.cli.sql`)."""
+    from .sql import register
 
     register(subparsers)
 

@@ -31,7 +31,7 @@ def _partitions(args: argparse.Namespace) -> Any:
 
 def _plan(args: argparse.Namespace) -> Any:
     from ..components.flink_sql import partition_period
-    from .pipeline import plan_flink_sql
+    from ..sql.pipeline import plan_flink_sql
 
     return plan_flink_sql(Path(args.file), windows=partition_period(_partitions(args)))
 
