@@ -258,7 +258,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     handler: _Handler = args.handler
     return handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

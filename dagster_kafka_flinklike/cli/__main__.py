@@ -1,0 +1,7 @@
+"""``python -m dagster_kafka_flinklike.cli``: the ``dkf`` command line."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
