@@ -16,7 +16,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
-    AssetCheckKey,
     AssetKey,
     AssetOut,
     AssetsDefinition,
@@ -26,17 +25,11 @@ from dagster import (
     MetadataValue,
     PartitionsDefinition,
     TimeWindowPartitionsDefinition,
-    multi_asset,
 )
 
 from .checks import ConsumerLagCheck, KafkaAssetCheck, check_names_are_unique, default_checks
 from .errors import KafkaOptionsError
-from .materialization import (
-    KafkaMaterialization,
-    RunOutput,
-    StreamingTables,
-    attach_streaming_tables,
-)
+from .materialization import RunOutput, StreamingTables, streaming_multi_asset
 from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
 from .run.batches import SOURCE_NAME
 from .translator import KafkaTranslator, table_metadata
@@ -256,7 +249,6 @@ def kafka_streaming_asset(
         )
         attached = tuple(checks) if checks is not None else tuple(default_checks(sources, sink))
         check_names_are_unique(attached, key.to_user_string())
-        by_key = {AssetCheckKey(key, c.name): c for c in attached}
         tables = StreamingTables(
             dict(sources),
             sink,
@@ -291,40 +283,28 @@ def kafka_streaming_asset(
             shape["outs"] = {RESULT_OUTPUT: out}
             shape["deps"] = deps
 
-        @multi_asset(
-            name=key.to_python_identifier(),
-            check_specs=[c.spec(key) for c in attached],
-            can_subset=bool(attached),
-            required_resource_keys={kafka_resource_key, spark_resource_key},
-            op_tags=op_tags,
-            partitions_def=batches or partitions_def,
-            backfill_policy=BackfillPolicy.multi_run() if batches else backfill_policy,
-            **shape,
-        )
-        def _streaming_asset(context):  # type: ignore[no-untyped-def]
-            # (unannotated: Dagster checks the annotation's object, and annotations are strings)
-            selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
-            materialization = KafkaMaterialization(
-                context,
-                key,
-                tables,
-                selected,
-                spark_resource_key=spark_resource_key,
-                output_name=None if sink is not None else RESULT_OUTPUT,
-                max_records_per_split=max_records_per_split,
-                min_splits=min_splits,
-            )
-
-            def body(run: StreamingRun) -> RunOutput:
+        def body(context: Any) -> Callable[[StreamingRun], RunOutput]:
+            def run_body(run: StreamingRun) -> RunOutput:
                 frames = {n: run.read(n, spec) for n, spec in tables.sources.items()}
                 result = fn(context, **frames)
                 if sink is not None:
                     run.write(sink, result)
                 return RunOutput(value=result)
 
-            yield from materialization.events(body)
+            return run_body
 
-        attach_streaming_tables(_streaming_asset, tables)
-        return _streaming_asset
+        return streaming_multi_asset(
+            key,
+            tables,
+            body,
+            spark_resource_key=spark_resource_key,
+            output_name=None if sink is not None else RESULT_OUTPUT,
+            max_records_per_split=max_records_per_split,
+            min_splits=min_splits,
+            op_tags=op_tags,
+            partitions_def=batches or partitions_def,
+            backfill_policy=BackfillPolicy.multi_run() if batches else backfill_policy,
+            **shape,
+        )
 
     return decorator

@@ -820,6 +820,15 @@ def check_names_are_unique(checks: Sequence[KafkaAssetCheck], asset: str) -> Non
         )
 
 
+def selected_checks(
+    context: Any, key: AssetKey, checks: Sequence[KafkaAssetCheck]
+) -> list[KafkaAssetCheck]:
+    """The ``checks`` of asset ``key`` that the run of ``context`` selected, in key order (a
+    run may select some of an asset's checks, or none)."""
+    by_key = {AssetCheckKey(key, c.name): c for c in checks}
+    return [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
+
+
 def build_kafka_asset_checks(
     asset: AssetKey | str | Sequence[str] | AssetsDefinition,
     checks: Sequence[KafkaAssetCheck],
@@ -854,7 +863,6 @@ def build_kafka_asset_checks(
             keys=("sources", "sink"),
         )
     check_names_are_unique(checks, key.to_user_string())
-    by_key = {AssetCheckKey(key, c.name): c for c in checks}
 
     @multi_asset_check(
         specs=[c.spec(key) for c in checks],
@@ -865,9 +873,8 @@ def build_kafka_asset_checks(
     def _kafka_checks(context):  # type: ignore[no-untyped-def]
         # (unannotated: Dagster checks the annotation's object, and annotations are strings)
         kafka = getattr(context.resources, kafka_resource_key)
-        selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
         yield from evaluate_checks(
-            selected,
+            selected_checks(context, key, checks),
             key,
             lambda: CheckScope(
                 asset_key=key,

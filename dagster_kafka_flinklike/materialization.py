@@ -30,9 +30,17 @@ from dagster import (
     TableColumn,
     TableSchema,
     TimeWindowPartitionsDefinition,
+    multi_asset,
 )
 
-from .checks import CHECK_TIMEOUT_S, CheckScope, CommitGate, KafkaAssetCheck, evaluate_checks
+from .checks import (
+    CHECK_TIMEOUT_S,
+    CheckScope,
+    CommitGate,
+    KafkaAssetCheck,
+    evaluate_checks,
+    selected_checks,
+)
 from .errors import BlockingCheckError, KafkaConnectorError, SchemaRegistryClientError
 from .history import latest_checkpoint, saved_schemas
 from .options import KafkaTableSpec
@@ -58,6 +66,7 @@ __all__ = [
     "attach_streaming_tables",
     "checks_alone",
     "materialization_metadata",
+    "streaming_multi_asset",
     "streaming_tables",
     "table_run",
 ]
@@ -373,6 +382,59 @@ class KafkaMaterialization:
             tables=self.tables,
             instance=self.context.instance,
         )
+
+
+def streaming_multi_asset(
+    key: AssetKey,
+    tables: StreamingTables,
+    body: Callable[[Any], RunBody],
+    *,
+    spark_resource_key: str,
+    output_name: str | None = None,
+    max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT,
+    min_splits: int | None = None,
+    writes_with: KafkaTableSpec | None = None,
+    **multi_asset_args: Any,
+) -> AssetsDefinition:
+    """The ``multi_asset`` of asset ``key`` whose runs materialize ``tables`` through
+    :class:`KafkaMaterialization`, with ``body(context)`` as the run's body.
+
+    It declares the tables' checks (each selectable alone), needs the Kafka and Spark
+    resources, and records ``tables`` on the asset for sensors, checks and source assets.
+    ``multi_asset_args`` (``specs``, or ``outs`` and ``deps``; partitions, tags) go to
+    ``multi_asset``; the other arguments to :class:`KafkaMaterialization`.
+
+    Example:
+        >>> asset = streaming_multi_asset(  # doctest: +SKIP
+        ...     key, tables, lambda context: body, spark_resource_key="pyspark",
+        ...     specs=[AssetSpec(key)])
+    """
+    checks = tables.checks
+
+    @multi_asset(
+        name=key.to_python_identifier(),
+        check_specs=[c.spec(key) for c in checks],
+        can_subset=bool(checks),
+        required_resource_keys={tables.kafka_resource_key, spark_resource_key},
+        **multi_asset_args,
+    )
+    def _materialize(context):  # type: ignore[no-untyped-def]
+        # (unannotated: Dagster checks the annotation's object, and annotations are strings)
+        materialization = KafkaMaterialization(
+            context,
+            key,
+            tables,
+            selected_checks(context, key, checks),
+            spark_resource_key=spark_resource_key,
+            output_name=output_name,
+            max_records_per_split=max_records_per_split,
+            min_splits=min_splits,
+            writes_with=writes_with,
+        )
+        yield from materialization.events(body(context))
+
+    attach_streaming_tables(_materialize, tables)
+    return _materialize
 
 
 def table_run(

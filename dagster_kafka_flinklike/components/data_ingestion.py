@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
-    AssetCheckKey,
     AssetKey,
     AssetsDefinition,
     AssetSpec,
@@ -22,7 +21,6 @@ from dagster import (
     MetadataValue,
     TableColumn,
     TableSchema,
-    multi_asset,
 )
 
 from ..checks import (
@@ -35,12 +33,7 @@ from ..checks import (
 from ..errors import KafkaOptionsError
 from ..history import saved_schemas
 from ..ingestion import DataIngestionPipeline, IngestionResult, IngestionRun, parse_data_ingestion
-from ..materialization import (
-    KafkaMaterialization,
-    RunOutput,
-    StreamingTables,
-    attach_streaming_tables,
-)
+from ..materialization import RunOutput, StreamingTables, streaming_multi_asset
 from ..options import redact
 from ..run.schema import CHANGES_METADATA_PREFIX, SCHEMA_METADATA_PREFIX
 from ..sensors import build_kafka_discovery_sensors
@@ -182,7 +175,6 @@ def build_data_ingestion_definitions(
     source = parsed.source
     group = group_name or (identifier(parsed.name, "data_ingestion") if parsed.name else None)
     tables = StreamingTables({source.name: source.spec}, None, kafka_resource_key, attached)
-    by_key = {AssetCheckKey(key, c.name): c for c in attached}
     upstream = translator.get_asset_spec(source.spec).key
     spec = AssetSpec(
         key,
@@ -197,31 +189,18 @@ def build_data_ingestion_definitions(
         },
     )
 
-    @multi_asset(
-        name=key.to_python_identifier(),
+    ingest = streaming_multi_asset(
+        key,
+        tables,
+        lambda context: _body(context, parsed, key),
+        spark_resource_key=spark_resource_key,
+        min_splits=parsed.parallelism,
+        writes_with=parsed.sink.spec,
         specs=[spec],
-        check_specs=[c.spec(key) for c in attached],
-        can_subset=bool(attached),
-        required_resource_keys={kafka_resource_key, spark_resource_key},
     )
-    def _ingest(context):  # type: ignore[no-untyped-def]
-        # (unannotated: Dagster checks the annotation's object, and annotations are strings)
-        selected = [by_key[k] for k in sorted(context.selected_asset_check_keys, key=str)]
-        materialization = KafkaMaterialization(
-            context,
-            key,
-            tables,
-            selected,
-            spark_resource_key=spark_resource_key,
-            min_splits=parsed.parallelism,
-            writes_with=parsed.sink.spec,
-        )
-        yield from materialization.events(_body(context, parsed, key))
-
-    attach_streaming_tables(_ingest, tables)
     extra: list[AssetsDefinition] = (
         build_kafka_source_assets(
-            [_ingest],
+            [ingest],
             translator=translator,
             kafka_resource_key=kafka_resource_key,
             name=f"{key.to_python_identifier()}_source_topics",
@@ -230,5 +209,5 @@ def build_data_ingestion_definitions(
         if include_source_assets
         else []
     )
-    sensors = build_kafka_discovery_sensors([_ingest]) if discovery_sensor else []
-    return Definitions(assets=[_ingest, *extra], sensors=sensors)
+    sensors = build_kafka_discovery_sensors([ingest]) if discovery_sensor else []
+    return Definitions(assets=[ingest, *extra], sensors=sensors)

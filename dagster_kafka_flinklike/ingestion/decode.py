@@ -25,14 +25,7 @@ from ..run.schema import InferredSchema, flattened, sample_ranges, with_schema
 from ..run.tables import ResolvedTable
 from ..sink.serializer import SEQUENCE
 from ..source.probe import sample_values
-from ..source.records import (
-    ERROR,
-    PROVENANCE,
-    RECORD_START,
-    TOLERATED,
-    VALUE_BYTES,
-    decode_records,
-)
+from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, VALUE_BYTES, decode_records
 from .observe import (
     TABLE_ID,
     TableObservation,

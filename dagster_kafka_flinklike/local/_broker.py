@@ -200,6 +200,7 @@ class EmbeddedKafka(JvmService):
     stop_hint = "`dkf local-kafka stop` or EmbeddedKafka.stop()"
     console_name = "broker.out"  # the JVM's stdout and stderr (crashes, JVM errors)
     log_name = "logs/server.log"  # the broker's own log4j2 log, INFO level
+    properties_name = SERVER_PROPERTIES
 
     _controller_port: int | None = None  # known once started or adopted
 
@@ -236,14 +237,13 @@ class EmbeddedKafka(JvmService):
         return {"kafka_version": KAFKA_VERSION}
 
     def _is_ours(self, cmdline: list[bytes]) -> bool:
-        props = str(self.data_dir / SERVER_PROPERTIES).encode()
-        return b"kafka.Kafka" in cmdline and props in cmdline
+        return b"kafka.Kafka" in cmdline and str(self.properties_file).encode() in cmdline
 
     def _adopted(self, state: Mapping[str, Any]) -> None:
         self._controller_port = int(state.get("controller_port") or 0) or None
 
     def _prepare(self, java: str, fetched: Path, ports: Mapping[str, int]) -> list[str]:
-        props = self.data_dir / SERVER_PROPERTIES
+        props = self.properties_file
         log4j = self.data_dir / LOG4J2_PROPERTIES
         props.write_text(
             render_server_properties(

@@ -160,6 +160,7 @@ class EmbeddedSchemaRegistry(JvmService):
     stop_hint = "`dkf local-registry stop` or EmbeddedSchemaRegistry.stop()"
     console_name = "registry.out"
     log_name = "logs/registry.log"
+    properties_name = REGISTRY_PROPERTIES
 
     @property
     def url(self) -> str:
@@ -169,10 +170,6 @@ class EmbeddedSchemaRegistry(JvmService):
             EmbeddedSchemaRegistryError: the registry is not running.
         """
         return self._running_address()
-
-    @property
-    def _properties_file(self) -> Path:
-        return self.data_dir / REGISTRY_PROPERTIES
 
     # ------------------------------------------------------------------ JvmService hooks
 
@@ -189,7 +186,7 @@ class EmbeddedSchemaRegistry(JvmService):
         return {"registry_version": SCHEMA_REGISTRY_VERSION}
 
     def _config_arg(self) -> str:
-        return f"-Dquarkus.config.locations={self._properties_file}"
+        return f"-Dquarkus.config.locations={self.properties_file}"
 
     def _is_ours(self, cmdline: list[bytes]) -> bool:
         return self._config_arg().encode() in cmdline
@@ -203,7 +200,7 @@ class EmbeddedSchemaRegistry(JvmService):
         text = render_registry_properties(
             self.data_dir, port=ports["port"], extra_properties=self.extra_properties
         )
-        self._properties_file.write_text(text, encoding="latin-1")
+        self.properties_file.write_text(text, encoding="latin-1")
         (self.data_dir / DATA_DIR).mkdir(exist_ok=True)
         return [java, *_JVM_OPTS, self._config_arg(), "-jar", str(fetched / REGISTRY_RUNNER_JAR)]
 

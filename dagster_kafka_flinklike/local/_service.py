@@ -264,9 +264,11 @@ class JvmService:
     error: ClassVar[type[EmbeddedServiceError]]
     #: How a user stops it, for messages.
     stop_hint: ClassVar[str]
-    #: Files in ``data_dir``: the JVM's stdout and stderr, and the service's own log.
+    #: Files in ``data_dir``: the JVM's stdout and stderr, the service's own log, and its
+    #: configuration (rewritten on every start).
     console_name: ClassVar[str]
     log_name: ClassVar[str]
+    properties_name: ClassVar[str]
 
     def __init__(
         self,
@@ -337,6 +339,11 @@ class JvmService:
     def console_log(self) -> Path:
         """The JVM's stdout and stderr; look here when the service dies before logging."""
         return self.data_dir / self.console_name
+
+    @property
+    def properties_file(self) -> Path:
+        """The service's configuration file, written by each start."""
+        return self.data_dir / self.properties_name
 
     def _running_address(self) -> str:
         """The address of the running service (started here or by another process)."""

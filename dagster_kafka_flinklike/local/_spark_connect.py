@@ -183,6 +183,7 @@ class EmbeddedSparkConnect(JvmService):
     stop_hint = "`dkf local-spark stop` or EmbeddedSparkConnect.stop()"
     console_name = "connect.out"
     log_name = "logs/connect.log"
+    properties_name = SPARK_PROPERTIES
 
     def __init__(
         self,
@@ -209,10 +210,6 @@ class EmbeddedSparkConnect(JvmService):
             EmbeddedSparkConnectError: the server is not running.
         """
         return self._running_address()
-
-    @property
-    def _properties_file(self) -> Path:
-        return self.data_dir / SPARK_PROPERTIES
 
     # ------------------------------------------------------------------ JvmService hooks
 
@@ -255,7 +252,7 @@ class EmbeddedSparkConnect(JvmService):
 
     def _is_ours(self, cmdline: list[bytes]) -> bool:
         # Before spark-submit execs the JVM, and after: both carry these two arguments.
-        return SERVER_CLASS.encode() in cmdline and str(self._properties_file).encode() in cmdline
+        return SERVER_CLASS.encode() in cmdline and str(self.properties_file).encode() in cmdline
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -280,7 +277,7 @@ class EmbeddedSparkConnect(JvmService):
         (self.data_dir / LOG4J2_PROPERTIES).write_text(
             render_log4j2_properties(self.data_dir), encoding="latin-1"
         )
-        self._properties_file.write_text(
+        self.properties_file.write_text(
             render_spark_properties(
                 self.data_dir,
                 port=ports["port"],
@@ -296,7 +293,7 @@ class EmbeddedSparkConnect(JvmService):
             "bash",
             submit,
             "--properties-file",
-            str(self._properties_file),
+            str(self.properties_file),
             "--class",
             SERVER_CLASS,
         ]

@@ -15,14 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._sessions import per_session
-from ..source.records import (
-    ERROR,
-    PROVENANCE,
-    RECORD_START,
-    TOLERATED,
-    VALUE_BYTES,
-    decode_records,
-)
+from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, VALUE_BYTES, decode_records
 from .tables import ResolvedTable
 from .windows import KEPT, LATE_IN, POSITION, TimeWindows, WindowOffsets, with_record_windows
 
