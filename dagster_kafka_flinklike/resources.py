@@ -109,12 +109,14 @@ class KafkaResource(ConfigurableResource):
         Raises:
             KafkaConnectorError: the run failed (its checkpoint stays).
         """
+        from .checks import selected_checks
         from .materialization import KafkaMaterialization, StreamingTables
 
         key = AssetKey.from_coercible(asset_key) if asset_key is not None else context.asset_key
         tables = StreamingTables(dict(sources), sink, kafka_resource_key="", checks=tuple(checks))
+        selected = selected_checks(context, key, checks)
         materialization = KafkaMaterialization(
-            context, key, tables, checks, spark_resource_key=spark_resource_key, kafka=self
+            context, key, tables, selected, spark_resource_key=spark_resource_key, kafka=self
         )
         return materialization.events(body)
 
