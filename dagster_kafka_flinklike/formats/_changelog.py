@@ -171,8 +171,7 @@ def images(
 
     row, row_t = row_struct(fields)
     insert = is_insert(kind)
-    op = F.when(insert, F.lit(insert_op)).otherwise(F.lit(delete_op))
-    return F.when(~insert, row), F.when(insert, row), op, row_t
+    return F.when(~insert, row), F.when(insert, row), written_op(kind, insert_op, delete_op), row_t
 
 
 def with_fields(envelope: list[Column], wanted: Iterable[tuple[str, str]]) -> list[Column]:
@@ -226,11 +225,11 @@ def decode_envelope(
         struct.isNull() & ~is_tombstone(raw),
         F.concat(F.lit(f"not a {name} record: "), snippet(text)),
     )
-    error = F.when(~is_tombstone(raw), F.coalesce(json_error, not_record, envelope_error))
+    rows, error = outcome(raw, rows, json_error, not_record, envelope_error)
     ignore = bool(format_settings(name, options)["ignore-parse-errors"])
     tolerated = error.isNotNull() & F.lit(ignore)
     meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
-    return stager.stages, (F.when(error.isNull(), rows), meta, error, tolerated)
+    return stager.stages, (rows, meta, error, tolerated)
 
 
 def epoch_millis(value: SparkColumn) -> SparkColumn:
@@ -263,6 +262,35 @@ def is_insert(kind: SparkColumn | None) -> SparkColumn:
     if kind is None:
         return F.lit(True)
     return kind.isNull() | kind.isin(*INSERTS)
+
+
+def written_op(kind: SparkColumn | None, insert_op: str, delete_op: str) -> SparkColumn:
+    """The operation a row of row ``kind`` is written as, as Flink writes changelog envelopes:
+    ``insert_op`` for ``+I``/``+U`` (and rows without a kind), ``delete_op`` for ``-U``/``-D``."""
+    from pyspark.sql import functions as F
+
+    return F.when(is_insert(kind), F.lit(insert_op)).otherwise(F.lit(delete_op))
+
+
+def missing(value: SparkColumn, field: str) -> Callable[[str], tuple[SparkColumn, str]]:
+    """The check of an :class:`Operation` that the envelope's ``field`` (``value``) is present,
+    as a function of the operation it names in its reason (``"an insert"``)."""
+
+    def check(op: str) -> tuple[SparkColumn, str]:
+        return value.isNull(), f'the "{field}" field of {op} is missing'
+
+    return check
+
+
+def outcome(
+    raw: SparkColumn, rows: SparkColumn, *errors: SparkColumn
+) -> tuple[SparkColumn, SparkColumn]:
+    """(rows, error) of a record: its error the first of ``errors`` that is not null, none for a
+    tombstone; its ``rows`` only when it is clean."""
+    from pyspark.sql import functions as F
+
+    error = F.when(~is_tombstone(raw), F.coalesce(*errors))
+    return F.when(error.isNull(), rows), error
 
 
 class ChangelogFormat(Format):
@@ -352,8 +380,11 @@ __all__ = [
     "is_insert",
     "is_tombstone",
     "json_options",
+    "missing",
     "object_keys",
+    "outcome",
     "row_struct",
     "row_type",
     "with_fields",
+    "written_op",
 ]

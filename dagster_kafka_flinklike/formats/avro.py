@@ -80,8 +80,14 @@ def datum_writer(schema: str, encoding: str = "binary") -> Callable[[dict[str, A
     return write
 
 
+def _schema(columns: Sequence[Column], settings: Mapping[str, Any]) -> str:
+    """The table's Avro schema, which records are read with and written with."""
+    return avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
+
+
 class Avro(PythonFormat):
-    """The ``avro`` format (see the module's docstring)."""
+    """The ``avro`` format (see the module's docstring); ``avro-confluent`` is its datum in
+    Confluent's framing (:class:`.avro_confluent.AvroConfluent`)."""
 
     name = NAME
     stage = "avro"
@@ -90,17 +96,29 @@ class Avro(PythonFormat):
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
     ) -> RecordDecoder:
         """A fastavro reader of the table's schema, per worker."""
-        schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
-        encoding = settings["encoding"]
+        schema, encoding = _schema(columns, settings), settings["encoding"]
         return values_only(lambda: datum_reader(schema, encoding))
 
     def record_encoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any]
     ) -> RecordEncoder:
         """A fastavro writer of the columns' schema, per worker."""
-        schema = avro_schema(columns, legacy=settings["timestamp_mapping.legacy"], fmt=NAME)
-        encoding = settings["encoding"]
+        schema, encoding = _schema(columns, settings), settings["encoding"]
         return lambda: datum_writer(schema, encoding)
+
+    def from_avro(
+        self,
+        raw: SparkColumn,
+        columns: Sequence[Column],
+        settings: Mapping[str, Any],
+        headers: SparkColumn | None,
+        side: str,
+    ) -> SparkColumn | None:
+        """Each record decoded by Spark's ``from_avro`` (see :mod:`._spark_avro`), or None where
+        the session or the table leaves it to the Python stage (``avro.encoding`` JSON)."""
+        if settings["encoding"] != "binary" or not _spark_avro.from_avro_reads(columns):
+            return None
+        return _spark_avro.decode_plain(raw, _schema(columns, settings))
 
     def jvm_stages(
         self,
@@ -111,14 +129,14 @@ class Avro(PythonFormat):
         headers: SparkColumn | None,
         side: str,
     ) -> tuple[Stages, Decoded] | None:
-        """Spark's ``from_avro`` first where the session has it (see :mod:`._spark_avro`)."""
-        if settings["encoding"] != "binary" or not _spark_avro.from_avro_reads(columns):
+        """:meth:`from_avro` first where it reads the records, the Python stage for those it
+        leaves."""
+        fast = self.from_avro(raw, columns, settings, headers, side)
+        if fast is None:
             return None
-        legacy = settings["timestamp_mapping.legacy"]
-        schema = avro_schema(columns, legacy=legacy, fmt=NAME)
-        fast = _spark_avro.decode_plain(raw, schema)
         slow = self.python_decoder(columns, settings, side)
-        return _spark_avro.staged(prefix, fast, raw, slow, None, columns, legacy)
+        legacy = settings["timestamp_mapping.legacy"]
+        return _spark_avro.staged(prefix, fast, raw, slow, headers, columns, legacy)
 
 
 FORMAT = Avro()

@@ -44,8 +44,8 @@ from ._avro_schema import (
     self_contained,
     without_logical_types,
 )
-from .avro import datum_writer
-from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages
+from .avro import Avro, datum_writer
+from .base import RecordDecoder, RecordEncoder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -172,12 +172,12 @@ class _Schemas:
         return found
 
 
-class AvroConfluent(PythonFormat):
-    """The ``avro-confluent`` format (see the module's docstring)."""
+class AvroConfluent(Avro):
+    """The ``avro-confluent`` format: the ``avro`` format's datum in Confluent's framing, its
+    writer schema from the registry (see the module's docstring)."""
 
     name = NAME
     needs_headers = True
-    stage = "avro"
 
     def __init__(self, written_as: str = NAME) -> None:
         #: The format the messages of writes name (``debezium-avro-confluent`` writes its
@@ -233,29 +233,25 @@ class AvroConfluent(PythonFormat):
 
         return make_encoder
 
-    def jvm_stages(
+    def from_avro(
         self,
         raw: SparkColumn,
         columns: Sequence[Column],
         settings: Mapping[str, Any],
-        prefix: str,
         headers: SparkColumn | None,
         side: str,
-    ) -> tuple[Stages, Decoded] | None:
-        """Where the session has Spark's Avro package, records written with a version of the
-        table's subject are decoded by ``from_avro`` first (see :mod:`._spark_avro`); a record
-        may also carry its schema id in a header (``headers``)."""
+    ) -> SparkColumn | None:
+        """Where the session has Spark's Avro package, the records written with a version of the
+        table's subject decoded by ``from_avro`` (see :mod:`._spark_avro`); a record may also
+        carry its schema id in a header (``headers``), which leaves it to the Python stage."""
         if not _spark_avro.from_avro_reads(columns):
             return None
         writers = _spark_avro.subject_writers(settings["registry"], settings.get("subject"))
         if not writers:
             return None
-        fast = _spark_avro.decode_confluent(
+        return _spark_avro.decode_confluent(
             raw, headers, writers, reader_schema(columns, settings), _registry.header_name(side)
         )
-        slow = self.python_decoder(columns, settings, side)
-        legacy = settings["timestamp_mapping.legacy"]
-        return _spark_avro.staged(prefix, fast, raw, slow, headers, columns, legacy)
 
 
 def register(settings: Mapping[str, Any], fmt: str, schema: str) -> int:

@@ -229,6 +229,16 @@ class PythonFormat(Format):
     def check(self, columns: Sequence[Column], settings: Mapping[str, Any]) -> None:
         """Refuse ``columns`` the format cannot hold (before any record is read or written)."""
 
+    def checked_settings(self, columns: Sequence[Column], options: Options) -> Mapping[str, Any]:
+        """The format's settings (:meth:`settings`), once :meth:`check` accepts ``columns``.
+
+        Raises:
+            KafkaOptionsError: the format cannot hold a column.
+        """
+        settings = self.settings(options)
+        self.check(columns, settings)
+        return settings
+
     def record_decoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
     ) -> RecordDecoder:
@@ -302,8 +312,7 @@ class PythonFormat(Format):
         Raises:
             KafkaOptionsError: the format cannot hold a column.
         """
-        settings = self.settings(options)
-        self.check(columns, settings)
+        settings = self.checked_settings(columns, options)
         jvm = self.jvm_stages(raw, columns, settings, prefix, headers, side)
         return (
             jvm
@@ -316,8 +325,7 @@ class PythonFormat(Format):
         pipeline's path)."""
         from ._python import one_expression
 
-        settings = self.settings(options)
-        self.check(columns, settings)
+        settings = self.checked_settings(columns, options)
         return one_expression(self.python_stages(raw, columns, settings, ""))
 
     def encode(self, fields: Fields, options: Options) -> SparkColumn:
@@ -328,9 +336,8 @@ class PythonFormat(Format):
         """
         from ._python import encode_udf
 
-        settings = self.settings(options)
         columns = [c for _, c in fields]
-        self.check(columns, settings)
+        settings = self.checked_settings(columns, options)
         return encode_udf(self.record_encoder(columns, settings), fields)
 
 

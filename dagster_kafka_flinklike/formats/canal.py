@@ -130,9 +130,7 @@ class Canal(cl.JsonChangelogFormat):
             before = cl.before_image(after, F.get(old, i), keys, columns)
             return F.array(cl.change("-U", before), cl.change("+U", after))
 
-        def no_data(op: str) -> tuple[SparkColumn, str]:
-            return data.isNull(), f'the "data" field of {op} is missing'
-
+        no_data = cl.missing(data, "data")
         rows, error = cl.dispatch(
             struct["type"],
             "type",
@@ -167,7 +165,7 @@ class Canal(cl.JsonChangelogFormat):
         from pyspark.sql import functions as F
 
         row, row_t = cl.row_struct(fields)
-        kind_text = F.when(cl.is_insert(kind), F.lit("INSERT")).otherwise(F.lit("DELETE"))
+        kind_text = cl.written_op(kind, "INSERT", "DELETE")
         return cl.encode_envelope(NAME, change_event(F.array(row), kind_text, row_t), options)
 
 

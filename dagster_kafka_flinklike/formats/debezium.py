@@ -68,6 +68,14 @@ def _envelope(
     return [Column("payload", inner), *root]
 
 
+def event_rows(event: SparkColumn) -> tuple[SparkColumn, SparkColumn]:
+    """(rows, error) of a Debezium change event (a struct of ``before``, ``after`` and ``op``),
+    JSON or Avro alike: ``c`` and ``r`` yield ``+I`` of ``after``, ``u`` ``-U`` of ``before``
+    and ``+U`` of ``after``, ``d`` ``-D`` of ``before``; a missing image or ``op`` is dirty."""
+    images = cl.before_after(event["before"], event["after"], (("c", "r"), "u", "d"), NO_BEFORE)
+    return cl.dispatch(event["op"], "op", images)
+
+
 def _metadata_value(key: str, root: SparkColumn, payload: SparkColumn) -> SparkColumn:
     from pyspark.sql import functions as F
 
@@ -216,10 +224,7 @@ class Debezium(cl.JsonChangelogFormat):
         schema_include = bool(self.settings(options)["schema-include"])
         struct = parsed.struct
         payload = struct["payload"] if schema_include else struct
-        operations = cl.before_after(
-            payload["before"], payload["after"], (("c", "r"), "u", "d"), NO_BEFORE
-        )
-        rows, error = cl.dispatch(payload["op"], "op", operations)
+        rows, error = event_rows(payload)
         if schema_include:
             error = F.coalesce(F.when(payload.isNull(), F.lit(_NO_PAYLOAD)), error)
         return rows, error, [_metadata_value(k, struct, payload) for k in metadata]
@@ -242,5 +247,6 @@ __all__ = [
     "Debezium",
     "change_event",
     "connect_schema",
+    "event_rows",
     "with_connect_schema",
 ]

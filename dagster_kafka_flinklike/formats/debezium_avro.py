@@ -26,7 +26,7 @@ from ..options import Column, FormatSpec
 from . import _changelog as cl
 from .avro_confluent import AvroConfluent
 from .base import Fields, Options, Stages, format_settings
-from .debezium import NO_BEFORE, change_event
+from .debezium import change_event, event_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -84,12 +84,9 @@ class DebeziumAvro(cl.ChangelogFormat):
         stages, (envelope, error, _) = _AVRO.decode_stages(
             raw, _envelope(columns), _avro(options), prefix or "__dkf_"
         )
-        operations = cl.before_after(
-            envelope["before"], envelope["after"], (("c", "r"), "u", "d"), NO_BEFORE
-        )
-        rows, op_error = cl.dispatch(envelope["op"], "op", operations)
-        error = F.when(~cl.is_tombstone(raw), F.coalesce(error, op_error))
-        return stages, (F.when(error.isNull(), rows), None, error, F.lit(False))
+        rows, op_error = event_rows(envelope)
+        rows, error = cl.outcome(raw, rows, error, op_error)
+        return stages, (rows, None, error, F.lit(False))
 
     def encode(
         self, fields: Fields, options: Options, kind: SparkColumn | None = None

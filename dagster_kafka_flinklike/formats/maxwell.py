@@ -67,9 +67,7 @@ class Maxwell(cl.JsonChangelogFormat):
         )
         before = cl.before_image(data, old, old_keys, columns)
 
-        def no_data(op: str) -> tuple[SparkColumn, str]:
-            return data.isNull(), f'the "data" field of {op} is missing'
-
+        no_data = cl.missing(data, "data")
         rows, error = cl.dispatch(
             struct["type"],
             "type",
@@ -94,14 +92,11 @@ class Maxwell(cl.JsonChangelogFormat):
     ) -> SparkColumn:
         """Each row as a Maxwell event: ``insert`` for ``+I``/``+U`` (and rows without a kind),
         ``delete`` for ``-U``/``-D``."""
-        from pyspark.sql import functions as F
-
         row, row_t = cl.row_struct(fields)
         envelope = [
             (row, Column("data", row_t)),
-            (F.when(cl.is_insert(kind), F.lit("insert")).otherwise(F.lit("delete")),
-             Column("type", "STRING")),
-        ]  # fmt: skip
+            (cl.written_op(kind, "insert", "delete"), Column("type", "STRING")),
+        ]
         return cl.encode_envelope(NAME, envelope, options)
 
 
