@@ -13,13 +13,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .errors import KafkaOptionsError
-from .options import ROW_KIND, ROW_KINDS
+from .options import RETRACTIONS, ROW_KIND, ROW_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
-
-#: Row kinds after which a key has no row (a retraction without its update-after).
-RETRACTIONS = ("-U", "-D")
 
 
 def latest_per_key(

@@ -22,17 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FlinkType
+from ..options import ACCUMULATIONS, Column
+from ..options import row_type as options_row_type
 from .base import Fields, Format, Options, Stager, Stages, format_settings
 from .json import FORMAT as JSON
 from .json import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
-
-#: Row kinds written as an insert (the row is the after image) and as a delete (before image).
-INSERTS = ("+I", "+U")
-DELETES = ("-U", "-D")
 
 
 def json_options(name: str, options: Options) -> dict[str, Any]:
@@ -45,13 +42,7 @@ def json_options(name: str, options: Options) -> dict[str, Any]:
 
 def row_type(columns: Sequence[Column]) -> str:
     """The Flink ROW type (as text) holding ``columns``, to nest them in an envelope."""
-    return str(
-        FlinkType(
-            "ROW",
-            children=tuple(c.flink_type for c in columns),
-            field_names=tuple(c.name for c in columns),
-        )
-    )
+    return str(options_row_type(columns))
 
 
 def is_tombstone(raw: SparkColumn) -> SparkColumn:
@@ -261,7 +252,7 @@ def is_insert(kind: SparkColumn | None) -> SparkColumn:
 
     if kind is None:
         return F.lit(True)
-    return kind.isNull() | kind.isin(*INSERTS)
+    return kind.isNull() | kind.isin(*ACCUMULATIONS)
 
 
 def written_op(kind: SparkColumn | None, insert_op: str, delete_op: str) -> SparkColumn:
@@ -362,8 +353,6 @@ class JsonChangelogFormat(ChangelogFormat):
 
 
 __all__ = [
-    "DELETES",
-    "INSERTS",
     "ChangelogFormat",
     "EnvelopeParse",
     "JsonChangelogFormat",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SchemaRegistryClientError
-from ..options import Column, FlinkType, spark_type
+from ..options import Column, FlinkType, row_type, spark_type
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -112,15 +112,6 @@ def from_spark(t: FlinkType) -> Convert:
         fields = [(n, from_spark(c)) for n, c in zip(t.field_names, t.children, strict=True)]
         return lambda v: None if v is None else {n: f(v.get(n)) for n, f in fields}
     return _identity
-
-
-def row_type(columns: Sequence[Column]) -> FlinkType:
-    """The table's columns as one ROW type (what a record decodes to)."""
-    return FlinkType(
-        "ROW",
-        children=tuple(c.flink_type for c in columns),
-        field_names=tuple(c.name for c in columns),
-    )
 
 
 def _error_text(exc: BaseException) -> str:
@@ -283,6 +274,5 @@ __all__ = [
     "from_spark",
     "one_expression",
     "python_stage",
-    "row_type",
     "to_spark",
 ]

@@ -32,7 +32,7 @@ import json as _json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..options import Column, FlinkType, spark_type
+from ..options import Column, FlinkType, row_type, spark_type
 from ._patterns import DATE, NUMBER, TIME, TIMESTAMP
 from .base import Decoded, Fields, Options, StagedFormat, Stager
 
@@ -546,11 +546,7 @@ def _encode(fields: Fields, options: Options) -> SparkColumn:
         (map_leaves(source, c.flink_type, stamps, lambda v, t: timestamp_text(v, t, standard)), c)
         for source, c in fields
     ]
-    row = FlinkType(
-        "ROW",
-        children=tuple(c.flink_type for _, c in prepared),
-        field_names=tuple(c.name for _, c in prepared),
-    )
+    row = row_type([c for _, c in prepared])
     if settings["encode.decimal-as-plain-number"] and _has(row, {"DECIMAL"}):
         struct = F.struct(*[source.alias(c.name) for source, c in prepared])
         text = F.coalesce(_json_text(struct, _as_text(row), ignore_nulls), F.lit("{}"))

@@ -26,14 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, FlinkType
+from ..options import Column, FlinkType, row_type
 from ..options.protobuf_descriptors import (
     SCALAR_TYPES,
     check_columns,
     is_map_field,
     message_descriptor,
 )
-from ._python import row_type
 from .base import PythonFormat, RecordDecoder, RecordEncoder, values_only
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 from ..errors import KafkaOptionsError
 from ..formats import canal, debezium, get_format
 from ..formats.json import FORMAT as JSON
-from ..options import ROW_KIND, Column, FlinkType, flink_type_of, spark_type
+from ..options import (
+    ACCUMULATIONS,
+    RETRACTIONS,
+    ROW_KIND,
+    Column,
+    FlinkType,
+    flink_type_of,
+    spark_type,
+)
 from ..sink.partitioners import SinkPartitioner
 from ..sink.serializer import SEQUENCE
 from ..source.inference import wider_type
@@ -121,18 +129,14 @@ def _changes(rows: DataFrame, columns: Mapping[str, FlinkType], changelog: bool)
 
     row = F.struct(*[F.col(_q(n)).alias(n) for n in columns])
     if not changelog:
-        empty = F.lit(None).cast(spark_type(_row_flink_type(columns)))
+        empty = F.lit(None).cast(spark_type(FlinkType.row(columns, columns.values())))
         return rows.select(empty.alias("before"), row.alias("after"), F.col(SEQUENCE))
     kind = F.col(ROW_KIND)
     return rows.groupBy(_MEMBER, PAIR).agg(
-        F.first(F.when(kind.isin("-U", "-D"), row), ignorenulls=True).alias("before"),
-        F.first(F.when(kind.isin("+I", "+U"), row), ignorenulls=True).alias("after"),
+        F.first(F.when(kind.isin(*RETRACTIONS), row), ignorenulls=True).alias("before"),
+        F.first(F.when(kind.isin(*ACCUMULATIONS), row), ignorenulls=True).alias("after"),
         F.min(SEQUENCE).alias(SEQUENCE),
     )
-
-
-def _row_flink_type(columns: Mapping[str, FlinkType]) -> FlinkType:
-    return FlinkType("ROW", children=tuple(columns.values()), field_names=tuple(columns))
 
 
 def _value(sink: IngestionSink, table: SinkTable) -> SparkColumn:
@@ -141,7 +145,7 @@ def _value(sink: IngestionSink, table: SinkTable) -> SparkColumn:
     before, after = F.col("before"), F.col("after")
     op = F.when(before.isNotNull() & after.isNotNull(), "u").when(after.isNotNull(), "c")
     op = op.otherwise("d")
-    row_t = str(_row_flink_type(table.columns))
+    row_t = str(FlinkType.row(table.columns, table.columns.values()))
     db, name = F.lit(table.table.schema_name).cast("string"), F.lit(table.table.table_name)
     if sink.value_format == "json":
         fields = [(after[n], Column(n, str(t))) for n, t in table.columns.items()]

@@ -20,7 +20,15 @@ from ._formats import (
 )
 from ._header_filter import HeaderCondition, HeaderFilter, parse_header_filter
 from ._lists import split_top_level, top_level_spans
-from ._metadata import FORMAT_METADATA, METADATA, ROW_KIND, ROW_KINDS, MetadataKey
+from ._metadata import (
+    ACCUMULATIONS,
+    FORMAT_METADATA,
+    METADATA,
+    RETRACTIONS,
+    ROW_KIND,
+    ROW_KINDS,
+    MetadataKey,
+)
 from ._partitioner import BUILT_IN as BUILT_IN_PARTITIONERS
 from ._partitioner import check_partitioner_option, load_partitioner
 from ._properties import (
@@ -51,11 +59,13 @@ from ._types import (
     FlinkTypeError,
     flink_type_of,
     parse_flink_type,
+    row_type,
     spark_type,
     struct_type,
 )
 
 __all__ = [
+    "ACCUMULATIONS",
     "BUILT_IN_PARTITIONERS",
     "CHANGELOG_FORMATS",
     "CONNECTORS",
@@ -65,6 +75,7 @@ __all__ = [
     "METADATA",
     "OPTIONS",
     "REDACTED",
+    "RETRACTIONS",
     "ROW_KIND",
     "ROW_KINDS",
     "SUPPORTED_FORMATS",
@@ -102,6 +113,7 @@ __all__ = [
     "render_options_reference",
     "resolve_format",
     "role_config",
+    "row_type",
     "spark_charset",
     "spark_type",
     "split_top_level",

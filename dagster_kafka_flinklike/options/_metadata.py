@@ -57,6 +57,9 @@ ROW_KIND = "_rowkind"
 
 #: Flink's ``RowKind`` short strings, in Flink's order.
 ROW_KINDS = ("+I", "-U", "+U", "-D")
+#: Row kinds that add a row (its after image) and that retract one (its before image).
+ACCUMULATIONS = ("+I", "+U")
+RETRACTIONS = ("-U", "-D")
 
 
 def _fm(key: str, type_: str, description: str) -> MetadataKey:

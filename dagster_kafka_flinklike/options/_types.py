@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,12 @@ class FlinkType:
     children: tuple[FlinkType, ...] = ()
     field_names: tuple[str, ...] = ()
     nullable: bool = True
+
+    @classmethod
+    def row(cls, names: Iterable[str], types: Iterable[FlinkType]) -> FlinkType:
+        """The ROW type of fields ``names`` typed ``types`` (e.g. a table's columns as one
+        record)."""
+        return cls("ROW", children=tuple(types), field_names=tuple(names))
 
     def __str__(self) -> str:
         text = self.name
@@ -208,7 +215,7 @@ class _TypeParser:
                 raise self.error(f"expected ',' or {close!r} but found {value[:20]!r}")
         if len(set(names)) != len(names):
             raise self.error("ROW field names must be unique")
-        return FlinkType("ROW", children=tuple(children), field_names=tuple(names))
+        return FlinkType.row(names, children)
 
     def checked(self, name: str, params: tuple[int, ...]) -> tuple[int, ...]:
         ranges = _PARAMS[name]
@@ -330,11 +337,7 @@ def flink_type_of(t: DataType) -> FlinkType:
     if isinstance(t, T.MapType):
         return FlinkType("MAP", children=(flink_type_of(t.keyType), flink_type_of(t.valueType)))
     if isinstance(t, T.StructType):
-        return FlinkType(
-            "ROW",
-            children=tuple(flink_type_of(f.dataType) for f in t.fields),
-            field_names=tuple(f.name for f in t.fields),
-        )
+        return FlinkType.row(t.names, (flink_type_of(f.dataType) for f in t.fields))
     return FlinkType("STRING")
 
 
@@ -436,3 +439,8 @@ def struct_type(columns: tuple[Column, ...] | list[Column]) -> StructType:
     return T.StructType(
         [T.StructField(c.name, spark_type(c.flink_type), c.flink_type.nullable) for c in columns]
     )
+
+
+def row_type(columns: Sequence[Column]) -> FlinkType:
+    """The ROW type holding ``columns`` (what a record of the table decodes to)."""
+    return FlinkType.row((c.name for c in columns), (c.flink_type for c in columns))

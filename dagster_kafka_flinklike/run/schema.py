@@ -222,7 +222,7 @@ def _nested(fields: Mapping[str, FlinkType]) -> dict[str, FlinkType]:
 
     def build(node: Mapping[str, Any]) -> FlinkType:
         names = tuple(node)
-        return FlinkType("ROW", children=tuple(_typed(node[n]) for n in names), field_names=names)
+        return FlinkType.row(names, (_typed(node[n]) for n in names))
 
     def _typed(value: Any) -> FlinkType:
         return build(value) if isinstance(value, dict) else value

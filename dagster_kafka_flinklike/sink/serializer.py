@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import KafkaOptionsError
 from ..formats import ChangelogFormat, get_format, is_changelog
-from ..options import ROW_KIND, ROW_KINDS, Column, FormatSpec, KafkaTableSpec
+from ..options import ACCUMULATIONS, ROW_KIND, ROW_KINDS, Column, FormatSpec, KafkaTableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -123,7 +123,7 @@ def serialize(spec: KafkaTableSpec, df: DataFrame) -> DataFrame:
     elif kind is not None and spec.is_upsert:
         value = (
             F.when(kind == "-D", F.lit(None).cast("binary"))
-            .when(kind.isNull() | kind.isin("+I", "+U"), value)
+            .when(kind.isNull() | kind.isin(*ACCUMULATIONS), value)
             .otherwise(_row_kind_error(kind, "allowed are Flink's '+I', '-U', '+U' and '-D'."))
         )
     elif kind is not None:
