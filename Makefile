@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser demo test lint bench bench-read bench-write bench-sensor bench-run ui clean
+.PHONY: env browser flink-oracle demo test lint bench bench-read bench-write bench-sensor bench-run ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -33,8 +33,12 @@ browser:
 	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
 	  'apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)'
 
-test: env browser
+test: env browser flink-oracle
 	$(BIN)/python -m pytest
+
+# Apache Flink (PyFlink in its own environment, and its Kafka connector) as the tests' oracle.
+flink-oracle: env
+	$(BIN)/python -m tests.oracle
 
 lint: env
 	$(BIN)/ruff check .

@@ -40,7 +40,7 @@ def spark_avro_jar() -> str | None:
 
     Example:
         >>> spark_avro_jar()  # doctest: +SKIP
-        '/root/.cache/dagster_kafka_flinklike/spark-packages/spark-avro_2.13-4.2.0/...jar'
+        '/root/.cache/dagster_kafka_flinklike/maven-jars/spark-avro_2.13-4.2.0/...jar'
     """
     import pyspark
 

@@ -33,6 +33,8 @@ __all__ = [
     "SCHEMA_REGISTRY_VERSION",
     "default_cache_dir",
     "fetch_kafka",
+    "fetch_maven_jar",
+    "fetch_once",
     "fetch_schema_registry",
     "fetch_spark_package",
     "find_java",
@@ -248,7 +250,7 @@ def _run_maven(out_dir: Path) -> None:
         )
 
 
-def _fetch_once(
+def fetch_once(
     target: Path, what: str, fill: Callable[[Path], dict[str, object]], estimate: str
 ) -> Path:
     """Fill ``target`` once: in a temporary sibling renamed into place, under a file lock.
@@ -312,9 +314,7 @@ def fetch_kafka(cache_dir: Path | None = None) -> Path:
         return {"kafka_version": KAFKA_VERSION, "jars": len(list(tmp.glob("*.jar")))}
 
     libs = _cache_root(cache_dir) / f"kafka-{KAFKA_VERSION}" / "libs"
-    return _fetch_once(
-        libs, f"the Apache Kafka {KAFKA_VERSION} jars with Maven", fill, "about 20 s"
-    )
+    return fetch_once(libs, f"the Apache Kafka {KAFKA_VERSION} jars with Maven", fill, "about 20 s")
 
 
 def maven_repository() -> str:
@@ -372,16 +372,11 @@ def _unpack(archive: Path, dest: Path) -> None:
             tar.extractall(dest)
 
 
-def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = None) -> Path:
-    """Download one jar of Spark's own packages (``org.apache.spark:<artifact>:<version>``) once.
+def fetch_maven_jar(group: str, artifact: str, version: str, cache_dir: Path | None = None) -> Path:
+    """Download one jar from Maven Central (``<group>:<artifact>:<version>``) once.
 
     The jar is checked against the SHA-1 Maven Central publishes beside it and cached in
-    ``<cache_dir>/spark-packages/<artifact>-<version>/``.
-
-    Args:
-        artifact: e.g. ``spark-avro_2.13``.
-        version: the Spark version the jar belongs to.
-        cache_dir: root of the cache; defaults to :func:`default_cache_dir`.
+    ``<cache_dir>/maven-jars/<artifact>-<version>/``.
 
     Returns:
         The jar's path.
@@ -390,11 +385,11 @@ def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = No
         EmbeddedServiceError: the jar could not be downloaded or its checksum does not match.
 
     Example:
-        >>> fetch_spark_package("spark-avro_2.13", "4.2.0").name  # doctest: +SKIP
+        >>> fetch_maven_jar("org.apache.spark", "spark-avro_2.13", "4.2.0").name  # doctest: +SKIP
         'spark-avro_2.13-4.2.0.jar'
     """
     name = f"{artifact}-{version}.jar"
-    url = f"{maven_repository()}/org/apache/spark/{artifact}/{version}/{name}"
+    url = f"{maven_repository()}/{group.replace('.', '/')}/{artifact}/{version}/{name}"
 
     def fill(tmp: Path) -> dict[str, object]:
         actual = _download(url, tmp / name, "sha1", EmbeddedServiceError)
@@ -404,10 +399,21 @@ def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = No
         published.unlink()
         if actual != expected:
             raise EmbeddedServiceError(f"{url} has SHA-1 {actual}, not the published {expected}.")
-        return {"artifact": artifact, "version": version, "sha1": actual}
+        return {"group": group, "artifact": artifact, "version": version, "sha1": actual}
 
-    folder = _cache_root(cache_dir) / "spark-packages" / f"{artifact}-{version}"
-    return _fetch_once(folder, f"Spark's {artifact} {version}", fill, "a few seconds") / name
+    folder = _cache_root(cache_dir) / "maven-jars" / f"{artifact}-{version}"
+    return fetch_once(folder, f"{group}:{artifact}:{version}", fill, "a few seconds") / name
+
+
+def fetch_spark_package(artifact: str, version: str, cache_dir: Path | None = None) -> Path:
+    """Download one jar of Spark's own packages (``org.apache.spark:<artifact>:<version>``) once
+    (see :func:`fetch_maven_jar`).
+
+    Example:
+        >>> fetch_spark_package("spark-avro_2.13", "4.2.0").name  # doctest: +SKIP
+        'spark-avro_2.13-4.2.0.jar'
+    """
+    return fetch_maven_jar("org.apache.spark", artifact, version, cache_dir)
 
 
 def fetch_schema_registry(cache_dir: Path | None = None) -> Path:
@@ -451,4 +457,4 @@ def fetch_schema_registry(cache_dir: Path | None = None) -> Path:
 
     app = _cache_root(cache_dir) / f"apicurio-registry-{SCHEMA_REGISTRY_VERSION}" / "app"
     what = f"Apicurio Registry {SCHEMA_REGISTRY_VERSION} ({url})"
-    return _fetch_once(app, what, fill, "about 10 s")
+    return fetch_once(app, what, fill, "about 10 s")
