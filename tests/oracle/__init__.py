@@ -92,7 +92,3 @@ def flink_oracle(cache_dir: Path | None = None) -> FlinkOracle:
         root / f"flink-oracle-{FLINK_VERSION}", f"PyFlink {FLINK_VERSION}", _install, "minutes"
     )
     return FlinkOracle(folder / "venv" / "bin" / "python", fetch_maven_jar(*KAFKA_CONNECTOR))
-
-
-if __name__ == "__main__":  # `make flink-oracle`: install it ahead of the tests
-    print(flink_oracle().python)

@@ -3,14 +3,21 @@
 Runs in the oracle's own virtual environment (see :mod:`tests.oracle`), never in the project's:
 ``python flink_job.py SCRIPT CONNECTOR_JAR``. The script's statements are separated by ``;``
 at the end of a line; its ``INSERT`` statements run together as one statement set, as a Flink
-SQL client runs a script's ``EXECUTE STATEMENT SET``. Every Kafka source of a script given to
+SQL client runs a script's ``EXECUTE STATEMENT SET``; ``SET 'key' = 'value'`` configures the
+job, as in the SQL client. Every Kafka source of a script given to
 the oracle is bounded (``'scan.bounded.mode' = 'latest-offset'``), so the job ends.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+
+_SET = re.compile(r"SET\s+'([^']+)'\s*=\s*'([^']*)'", re.I | re.S)
+_STATEMENT_SET = re.compile(
+    r"^(?:EXECUTE\s+STATEMENT\s+SET\s+)?BEGIN(?:\s+STATEMENT\s+SET)?\s+", re.I
+)
 
 
 def statements(text: str) -> list[str]:
@@ -32,7 +39,13 @@ def main(script: str, jar: str) -> int:
     inserts = []
     with open(script, encoding="utf-8") as f:
         for statement in statements(f.read()):
-            if statement.upper().startswith("INSERT"):
+            statement = _STATEMENT_SET.sub("", statement, count=1)  # the SQL client's sets
+            if statement.upper() == "END":
+                continue
+            setting = _SET.fullmatch(statement)
+            if setting:  # the SQL client's SET: a configuration of the job
+                config.set(setting.group(1), setting.group(2))
+            elif statement.upper().startswith("INSERT"):
                 inserts.append(statement)
             else:
                 env.execute_sql(statement)
