@@ -26,6 +26,7 @@ so the pipeline can decide how bounded runs give Flink's results (:mod:`.pipelin
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,6 +144,38 @@ def _spark_type(text: str) -> str:
     from ..options import spark_type
 
     return spark_type(parse_flink_type(text)).simpleString()
+
+
+#: Spark's integral types, which Flink casts a decimal string to by truncation ('7.5' → 7).
+_INTEGRAL = frozenset(["tinyint", "smallint", "int", "bigint"])
+#: A decimal number as Flink's string-to-integer cast reads it (no exponent).
+_DECIMAL_TEXT = r"'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$'"
+#: JSON paths both Spark's ``get_json_object`` and its variant functions read the same way.
+_PLAIN_JSON_PATH = re.compile(r"\$(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\]|\['[^'\\]*'\])*")
+
+
+def integral_cast(function: str, value: str, spark: str) -> str:
+    """``CAST``/``TRY_CAST(value AS spark)`` to an integral type as Flink casts: a string
+    holding a decimal number is truncated toward zero (``'7.5'`` → 7, ``'-7.5'`` → -7); one
+    holding anything else (an exponent, letters) or a number out of range fails (``CAST``) or
+    is NULL (``TRY_CAST``), as Spark's own cast of it does. Other operands cast as in Spark."""
+    trimmed = f"trim({value})"
+    as_decimal = f"{function}({function}({trimmed} AS decimal(38,18)) AS {spark})"
+    return (
+        f"(CASE WHEN typeof({value}) = 'string' AND {trimmed} RLIKE {_DECIMAL_TEXT} "
+        f"THEN {as_decimal} ELSE {function}({value} AS {spark}) END)"
+    )
+
+
+def json_scalar(text: str, path: str) -> str:
+    """``JSON_VALUE(text, path)``: the scalar at ``path``, NULL where it is an object or an
+    array (Flink's JSON_VALUE returns scalars only; ``get_json_object`` returns their JSON)."""
+    value = f"get_json_object({text}, {path})"
+    at = f"try_variant_get(try_parse_json({text}), {path})"
+    return (
+        f"(CASE WHEN left({value}, 1) IN ('{{', '[') AND (schema_of_variant({at}) LIKE "
+        f"'OBJECT%' OR schema_of_variant({at}) LIKE 'ARRAY%') THEN NULL ELSE {value} END)"
+    )
 
 
 #: A range of tokens: ``(start, stop)``, as a slice takes them.
@@ -308,7 +341,10 @@ class _QueryRewriter:
             spark = _spark_type(type_text)
         except KafkaOptionsError as exc:
             raise self.error(str(exc), self.tokens[as_at + 1]) from None
-        return f"{self.tokens[name_at].value.upper()}({self.sql(start, as_at)} AS {spark})"
+        function, value = self.tokens[name_at].value.upper(), self.sql(start, as_at)
+        if spark in _INTEGRAL:
+            return integral_cast(function, value, spark)
+        return f"{function}({value} AS {spark})"
 
     def interval_ms(self, start: int, stop: int) -> int:
         """The milliseconds of ``INTERVAL 'n' UNIT`` in tokens[start:stop]."""
@@ -428,6 +464,14 @@ class _QueryRewriter:
             raise self.error(f"{name}'s path must be a string literal", self.tokens[path_at])
         path = spark_string(self.tokens[path_at].value)
         value = f"get_json_object({self.sql(*args[0])}, {path})"
+        if name == "JSON_VALUE":
+            if not _PLAIN_JSON_PATH.fullmatch(self.tokens[path_at].value):
+                raise self.error(
+                    f"JSON_VALUE's path {self.tokens[path_at].value!r} has no faithful "
+                    f"translation (paths of names, ['names'] and [indexes] only)",
+                    self.tokens[path_at],
+                )
+            value = json_scalar(self.sql(*args[0]), path)
         rest = self.tokens[path_at + 1 : stop]
         if name == "JSON_EXISTS":
             if rest:

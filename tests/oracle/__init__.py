@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dagster_kafka_flinklike.local.fetch import default_cache_dir, fetch_maven_jar, fetch_once
 
@@ -51,20 +53,46 @@ class FlinkOracle:
         with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
             path = Path(tmp) / "job.sql"
             path.write_text(script.replace("${BOOTSTRAP}", bootstrap), encoding="utf-8")
-            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "FLINK_LOG_DIR": tmp}
-            env.pop("PYTHONPATH", None)
             done = subprocess.run(
                 [str(self.python), str(_JOB), str(path), str(self.connector)],
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
-                env=env,
+                env=self._env(tmp),
                 cwd=tmp,
             )
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
             raise FlinkOracleError(f"Flink failed the script (exit {done.returncode}):\n{tail}")
         return done.stdout
+
+    def evaluate(self, expressions: list[str], *, timeout_s: float = 600) -> list[dict[str, Any]]:
+        """Flink's result of each expression (``SELECT <expression>``): ``{"value": v}`` (as
+        JSON, dates and decimals as text) or ``{"error": "..."}`` where Flink fails it."""
+        with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
+            path = Path(tmp) / "expressions.txt"
+            path.write_text("\n".join(expressions) + "\n", encoding="utf-8")
+            done = subprocess.run(
+                [str(self.python), str(_JOB), "--evaluate", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=self._env(tmp),
+                cwd=tmp,
+            )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or len(lines) != len(expressions):
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+            raise FlinkOracleError(
+                f"Flink failed the expressions (exit {done.returncode}):\n{tail}"
+            )
+        return [json.loads(line) for line in lines]
+
+    @staticmethod
+    def _env(tmp: str) -> dict[str, str]:
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "FLINK_LOG_DIR": tmp}
+        env.pop("PYTHONPATH", None)
+        return env
 
 
 def _install(tmp: Path) -> dict[str, object]:

@@ -1,11 +1,12 @@
 """Run one Flink SQL script on Apache Flink (PyFlink's local mini-cluster) and wait for it.
 
 Runs in the oracle's own virtual environment (see :mod:`tests.oracle`), never in the project's:
-``python flink_job.py SCRIPT CONNECTOR_JAR``. The script's statements are separated by ``;``
-at the end of a line; its ``INSERT`` statements run together as one statement set, as a Flink
-SQL client runs a script's ``EXECUTE STATEMENT SET``; ``SET 'key' = 'value'`` configures the
-job, as in the SQL client. Every Kafka source of a script given to
-the oracle is bounded (``'scan.bounded.mode' = 'latest-offset'``), so the job ends.
+``python flink_job.py SCRIPT CONNECTOR_JAR``, or ``python flink_job.py --evaluate FILE`` for
+Flink's value of each expression of FILE (one a line). The script's statements are separated
+by ``;`` at the end of a line; its ``INSERT`` statements run together as one statement set, as
+a Flink SQL client runs a script's ``EXECUTE STATEMENT SET``; ``SET 'key' = 'value'``
+configures the job, as in the SQL client. Every Kafka source of a script given to the oracle
+is bounded (``'scan.bounded.mode' = 'latest-offset'``), so the job ends.
 """
 
 from __future__ import annotations
@@ -57,5 +58,31 @@ def main(script: str, jar: str) -> int:
     return 0
 
 
+def evaluate(expressions_file: str) -> int:
+    """Evaluate each line of ``expressions_file`` as ``SELECT <line>`` (batch mode): one JSON
+    line per expression, ``{"value": ...}`` or ``{"error": "..."}`` (the innermost cause)."""
+    import json
+
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    env.get_config().set("parallelism.default", "1")
+    env.get_config().set("table.local-time-zone", "UTC")
+    with open(expressions_file, encoding="utf-8") as f:
+        expressions = [line.strip() for line in f if line.strip()]
+    for expression in expressions:
+        try:
+            with env.execute_sql(f"SELECT {expression}").collect() as rows:
+                values = [row[0] for row in rows]
+            out: dict[str, object] = {"value": values[0] if values else None}
+        except Exception as exc:  # the expression fails in Flink: what it says
+            causes = [line for line in str(exc).splitlines() if "Exception:" in line]
+            out = {"error": (causes[-1] if causes else str(exc).splitlines()[0]).strip()}
+        print(json.dumps(out, default=str), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--evaluate":
+        sys.exit(evaluate(sys.argv[2]))
     sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -6,9 +6,10 @@ import pytest
 
 from dagster_kafka_flinklike import FlinkSqlError, KafkaOptionsError
 from dagster_kafka_flinklike.sql.pipeline import RunMode, plan_flink_sql
-from dagster_kafka_flinklike.sql.translate import translate_query
+from dagster_kafka_flinklike.sql.translate import integral_cast, json_scalar, translate_query
 
 HOUR = 3_600_000
+SPARK_PATH = "'$.a'"
 
 
 def spark(query: str) -> str:
@@ -28,11 +29,12 @@ def spark(query: str) -> str:
         ("SELECT ARRAY[1, 2]", "SELECT array(1 , 2)"),
         ("SELECT PROCTIME()", "SELECT current_timestamp()"),
         ("SELECT ROW(a, b)", "SELECT struct(a, b)"),
-        ("SELECT JSON_VALUE(j, '$.a')", "SELECT get_json_object(j, '$.a')"),
+        ("SELECT JSON_VALUE(j, '$.a')", f"SELECT {json_scalar('j', SPARK_PATH)}"),
         (
             "SELECT JSON_VALUE(j, '$.a' RETURNING INT)",
-            "SELECT try_cast(get_json_object(j, '$.a') AS int)",
+            f"SELECT try_cast({json_scalar('j', SPARK_PATH)} AS int)",
         ),
+        ("SELECT CAST(s AS INT)", f"SELECT {integral_cast('CAST', 's', 'int')}"),
         ("SELECT JSON_EXISTS(j, '$.a')", "SELECT (get_json_object(j, '$.a') IS NOT NULL)"),
         (
             "SELECT JSON_OBJECT(KEY 'k' VALUE v)",
@@ -57,6 +59,11 @@ def spark(query: str) -> str:
 )
 def test_translation(flink: str, expected: str) -> None:
     assert spark(flink) == expected
+
+
+def test_json_value_paths_without_a_faithful_translation_are_refused() -> None:
+    with pytest.raises(FlinkSqlError, match=r"JSON_VALUE's path '\$\.a\[\*\]'"):
+        spark("SELECT JSON_VALUE(j, '$.a[*]') FROM t")
 
 
 def test_window_tvfs_positional_and_named() -> None:
