@@ -151,11 +151,14 @@ class SqlInsert:
                 f"takes {len(self.columns)} ({', '.join(self.columns)}); Flink maps them by "
                 f"position."
             )
+        # By position: two query columns may share a name (`s, CAST(s AS INT)`).
+        positions = [f"__dkf_column_{n}" for n in range(len(columns))]
+        result = result.toDF(*positions, *([ROW_KIND] if kinds else []))
         types = {c.name: c.flink_type for c in self.sink.columns}
         return result.select(
             *[
-                F.col(f"`{old}`").cast(spark_type(types[new])).alias(new)
-                for old, new in zip(columns, self.columns, strict=True)
+                F.col(position).cast(spark_type(types[new])).alias(new)
+                for position, new in zip(positions, self.columns, strict=True)
             ],
             *kinds,
         )

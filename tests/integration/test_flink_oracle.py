@@ -80,3 +80,33 @@ def test_stateless_enrichment_writes_what_flink_writes(
     expected = records(kafka_bootstrap, theirs)
     assert [r["order_id"] for r in expected] == [1, 3, 4]  # Flink ran the job
     assert records(kafka_bootstrap, ours) == expected
+
+
+POSITIONAL = """
+CREATE TABLE amounts (s STRING) WITH (
+  'connector' = 'kafka',
+  'topic' = '{source}',
+  'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json'
+);
+CREATE TABLE parsed (text STRING, whole INT, doubled BIGINT, again STRING) WITH (
+  'connector' = 'kafka',
+  'topic' = '{sink}',
+  'format' = 'json'
+);
+INSERT INTO parsed SELECT s, CAST(s AS INT), CAST(s AS BIGINT) * 2, CAST(s AS STRING) FROM amounts;
+"""
+
+
+def test_an_insert_maps_columns_by_position_and_casts_as_flink(
+    kafka_bootstrap: str, new_topic: Any, resources: dict, oracle: Any
+) -> None:
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    send(kafka_bootstrap, source, [({"s": s}, at(1)) for s in ["7.5", " 12 ", "-3.99", ".5"]])
+    text = POSITIONAL.replace("{source}", source)
+    oracle.run(for_flink(text.replace("{sink}", theirs)), bootstrap=kafka_bootstrap)
+    run(build_flink_sql_definitions(text.replace("{sink}", ours)), resources,
+        DagsterInstance.ephemeral())  # fmt: skip
+    expected = records(kafka_bootstrap, theirs)
+    assert [r["whole"] for r in expected] == [7, 12, -3, 0]  # Flink ran the job
+    assert records(kafka_bootstrap, ours) == expected
