@@ -3,7 +3,6 @@ writes the same records (tests/oracle: PyFlink in its own environment, fetched o
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -13,8 +12,7 @@ from dagster import DagsterInstance
 from dagster_kafka_flinklike import KafkaResource, SparkResource
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all
-from tests.integration.test_flink_sql import at, run, script, send
+from tests.integration.test_flink_sql import at, run, script, send, values
 from tests.oracle import FlinkOracleError, flink_oracle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -41,10 +39,6 @@ def for_flink(text: str) -> str:
         "  'scan.bounded.mode' = 'latest-offset',\n  'scan.watermark.emit.strategy' = 'on-event',"
     )
     return re.sub(r"'connector'\s*=\s*'kafka',", extra, text)
-
-
-def records(bootstrap: str, topic: str) -> list[Any]:
-    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, 1)]
 
 
 def test_the_oracle_reports_a_script_flink_refuses(kafka_bootstrap: str, oracle: Any) -> None:
@@ -77,9 +71,9 @@ def test_stateless_enrichment_writes_what_flink_writes(
     oracle.run(for_flink(script("enrich_json.sql", source, theirs)), bootstrap=kafka_bootstrap)
     run(build_flink_sql_definitions(script("enrich_json.sql", source, ours)), resources,
         DagsterInstance.ephemeral())  # fmt: skip
-    expected = records(kafka_bootstrap, theirs)
+    expected = values(kafka_bootstrap, theirs)
     assert [r["order_id"] for r in expected] == [1, 3, 4]  # Flink ran the job
-    assert records(kafka_bootstrap, ours) == expected
+    assert values(kafka_bootstrap, ours) == expected
 
 
 POSITIONAL = """
@@ -107,6 +101,6 @@ def test_an_insert_maps_columns_by_position_and_casts_as_flink(
     oracle.run(for_flink(text.replace("{sink}", theirs)), bootstrap=kafka_bootstrap)
     run(build_flink_sql_definitions(text.replace("{sink}", ours)), resources,
         DagsterInstance.ephemeral())  # fmt: skip
-    expected = records(kafka_bootstrap, theirs)
+    expected = values(kafka_bootstrap, theirs)
     assert [r["whole"] for r in expected] == [7, 12, -3, 0]  # Flink ran the job
-    assert records(kafka_bootstrap, ours) == expected
+    assert values(kafka_bootstrap, ours) == expected
