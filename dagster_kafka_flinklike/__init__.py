@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .asset_decorator import kafka_streaming_asset
+    from .asset_decorator import kafka_stateful_asset, kafka_streaming_asset
     from .changelog import ROW_KIND, latest_per_key
     from .checks import (
         ConsumerLagCheck,
@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
         BoundedMode,
         Column,
         DeliveryGuarantee,
+        EventTime,
         KafkaTableSpec,
         StartupMode,
         TransactionNamingStrategy,
@@ -119,6 +120,8 @@ _EXPORTS = {
     "build_kafka_new_data_sensor": ".sensors",
     "build_kafka_source_assets": ".source_assets",
     "kafka_streaming_asset": ".asset_decorator",
+    "kafka_stateful_asset": ".asset_decorator",
+    "EventTime": ".options",
     "kafka_table_metadata": ".translator",
     "parse_flink_sql": ".sql",
     "latest_per_key": ".changelog",
@@ -144,6 +147,7 @@ __all__ = [
     "DirtyDataCheck",
     "EmbeddedKafkaError",
     "EmbeddedSparkConnectError",
+    "EventTime",
     "FlinkSqlError",
     "FlinkSqlPipeline",
     "HangingTransactionsCheck",
@@ -180,6 +184,7 @@ __all__ = [
     "build_kafka_discovery_sensors",
     "build_kafka_new_data_sensor",
     "build_kafka_source_assets",
+    "kafka_stateful_asset",
     "kafka_streaming_asset",
     "kafka_table_metadata",
     "latest_per_key",

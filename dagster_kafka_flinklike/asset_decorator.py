@@ -29,8 +29,13 @@ from dagster import (
 
 from .checks import ConsumerLagCheck, KafkaAssetCheck, check_names_are_unique, default_checks
 from .errors import KafkaOptionsError
-from .materialization import RunOutput, StreamingTables, streaming_multi_asset
-from .options import DeliveryGuarantee, KafkaTableSpec, check_sink_not_read
+from .materialization import (
+    RunOutput,
+    StreamingTables,
+    stateful_multi_asset,
+    streaming_multi_asset,
+)
+from .options import DeliveryGuarantee, EventTime, KafkaTableSpec, check_sink_not_read
 from .run.batches import SOURCE_NAME
 from .translator import KafkaTranslator, table_metadata
 
@@ -305,6 +310,114 @@ def kafka_streaming_asset(
             partitions_def=batches or partitions_def,
             backfill_policy=BackfillPolicy.multi_run() if batches else backfill_policy,
             **shape,
+        )
+
+    return decorator
+
+
+StatefulBody = Callable[..., Any]
+
+
+def kafka_stateful_asset(
+    *,
+    sources: Mapping[str, KafkaTableSpec],
+    sink: KafkaTableSpec,
+    event_times: Mapping[str, EventTime] | None = None,
+    output_mode: str = "append",
+    checkpoint_location: str | None = None,
+    name: str | None = None,
+    key_prefix: str | Sequence[str] | None = None,
+    group_name: str | None = None,
+    description: str | None = None,
+    kafka_resource_key: str = "kafka",
+    spark_resource_key: str = "pyspark",
+    metadata: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    owners: Sequence[str] | None = None,
+    translator: KafkaTranslator | None = None,
+) -> Callable[[StatefulBody], AssetsDefinition]:
+    """Declare an asset whose body is a Spark Structured Streaming query over Kafka tables:
+    event-time windows, deduplication, stream-stream joins, state kept across runs.
+
+    The body receives ``context`` and one streaming DataFrame per source (each with its
+    watermark from ``event_times``: Flink's ``WATERMARK FOR column AS column - delay``) and
+    returns a streaming DataFrame. Each materialization is one ``Trigger.AvailableNow`` run:
+    it reads what arrived since the last run, advances the watermark, writes what the query
+    emits by then (``output_mode`` ``append``: windows once the watermark passes them;
+    ``update``: changed rows, into an ``upsert-kafka`` sink) to ``sink`` with its delivery
+    guarantee, and keeps offsets and state in its checkpoint (``checkpoint_location`` joined
+    with the asset key, a path or any Hadoop-compatible URI; by default under the Dagster
+    instance's storage). Under exactly-once each micro-batch is one transaction, and a batch
+    replayed after a crash is not written twice.
+
+    Example:
+        >>> @kafka_stateful_asset(sources={"orders": orders}, sink=revenue_per_minute,
+        ...                       event_times={"orders": EventTime("ts", 5000)})
+        ... def revenue(context, orders):
+        ...     w = F.window("ts", "1 minute")
+        ...     return orders.groupBy(w).agg(F.sum("amount")).select(
+        ...         w.start, w.end, "sum(amount)")
+
+    Raises:
+        KafkaOptionsError: no source, a sink without exactly one topic or read by a source, an
+            event time for an unknown source, or an output mode other than append and update.
+    """
+    _check_tables(sources, sink)
+    event_times = dict(event_times or {})
+    unknown = sorted(set(event_times) - set(sources))
+    if unknown:
+        raise KafkaOptionsError(
+            f"event_times name source(s) {', '.join(unknown)} that the asset does not read.",
+            keys=("event_times",),
+        )
+    if output_mode not in ("append", "update"):
+        raise KafkaOptionsError(
+            f"output_mode {output_mode!r}: a stateful asset writes 'append' (final rows) or "
+            f"'update' (changed rows, into an upsert-kafka sink).",
+            keys=("output_mode",),
+        )
+    if output_mode == "update" and not sink.is_upsert:
+        raise KafkaOptionsError(
+            "output_mode 'update' writes a row again whenever it changes: the sink must be an "
+            "'upsert-kafka' table, whose latest value per key is the result.",
+            keys=("output_mode",),
+        )
+    sources = {n: spec.for_role("source") for n, spec in sources.items()}
+    sink = sink.for_role("sink")
+    prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
+    translator = translator or KafkaTranslator()
+    upstream = list(dict.fromkeys(translator.get_asset_spec(s).key for s in sources.values()))
+
+    def decorator(fn: StatefulBody) -> AssetsDefinition:
+        key = AssetKey([*prefix, name or fn.__name__])
+        tables = StreamingTables(dict(sources), sink, kafka_resource_key, ())
+        spec = AssetSpec(
+            key,
+            deps=[k for k in upstream if k != key],
+            group_name=group_name,
+            description=description or fn.__doc__,
+            kinds={"kafka", "spark"},
+            metadata={
+                "kafka/sources": MetadataValue.json({n: s.describe() for n, s in sources.items()}),
+                "kafka/sink": MetadataValue.json(sink.describe()),
+                "kafka/event_times": MetadataValue.json(
+                    {n: [t.column, t.delay_ms] for n, t in event_times.items()}
+                ),
+                **table_metadata(sink),
+                **(metadata or {}),
+            },
+            tags=tags,
+            owners=owners,
+        )
+        return stateful_multi_asset(
+            key,
+            tables,
+            lambda context, frames: fn(context, **frames),
+            event_times=event_times,
+            spark_resource_key=spark_resource_key,
+            output_mode=output_mode,
+            checkpoint_location=checkpoint_location,
+            specs=[spec],
         )
 
     return decorator

@@ -465,3 +465,116 @@ def table_run(
         sink=sink,
         asset_name=asset_name,
     )
+
+
+#: Where stateful queries keep their checkpoints under the Dagster instance's storage.
+STATEFUL_CHECKPOINTS = "kafka_stateful"
+
+
+def stateful_checkpoint(instance: DagsterInstance, key: AssetKey, location: str | None) -> str:
+    """The checkpoint location of asset ``key``'s stateful query: ``location`` (a path or any
+    Hadoop-compatible URI, for clusters) joined with the asset's key, else a folder under the
+    instance's storage."""
+    if location:
+        return f"{location.rstrip('/')}/{'/'.join(key.path)}"
+    from pathlib import Path
+
+    return str(Path(instance.storage_directory(), STATEFUL_CHECKPOINTS, *key.path))
+
+
+def stateful_metadata(result: Any) -> dict[str, Any]:
+    """A stateful run's figures (:class:`~.run.stateful.StatefulResult`) under the metric
+    names, as materialization metadata."""
+    records = sum(result.records_in.values())
+    dirty = sum(result.dirty.values())
+    figures: dict[str, Any] = {
+        m.NUM_RECORDS_IN.name: records,
+        m.NUM_BYTES_IN.name: sum(result.bytes_in.values()),
+        m.DIRTY_RECORDS.name: dirty,
+        m.DIRTY_RATIO.name: dirty / records if records else 0.0,
+        m.NUM_RECORDS_OUT.name: result.records_out,
+        m.NUM_LATE_RECORDS_DROPPED.name: result.late_dropped,
+        m.STATE_ROWS.name: result.state_rows,
+        m.STATE_BYTES.name: result.state_bytes,
+        m.MICRO_BATCHES.name: len(result.batches),
+        m.DURATION.name: round(result.elapsed_s, 3),
+        ROW_COUNT: result.records_out,
+    }
+    if result.watermark_ms is not None:
+        figures[m.CURRENT_WATERMARK.name] = result.watermark_ms - 1  # Flink's (Spark's - 1 ms)
+    metadata = _metadata_values(figures)
+    metadata["batches"] = MetadataValue.json(
+        {"run": list(result.batches), "replayed": list(result.replayed)}
+    )
+    metadata["offsets"] = MetadataValue.json(result.end_offsets)
+    return metadata
+
+
+def stateful_multi_asset(
+    key: AssetKey,
+    tables: StreamingTables,
+    query: Callable[[Any, dict[str, Any]], Any],
+    *,
+    event_times: Mapping[str, Any],
+    spark_resource_key: str,
+    output_mode: str = "append",
+    checkpoint_location: str | None = None,
+    **multi_asset_args: Any,
+) -> AssetsDefinition:
+    """The ``multi_asset`` of asset ``key`` whose runs are stateful: each materialization is
+    one ``Trigger.AvailableNow`` run of the Structured Streaming query that ``query(context,
+    frames)`` builds over the sources' streaming frames (with their ``event_times``), written
+    to ``tables.sink`` (:func:`~.run.stateful.run_stateful_query`). The query's checkpoint (its
+    offsets, watermark and state) lives at :func:`stateful_checkpoint`; a failed run keeps the
+    batches it completed, as a Flink checkpoint does.
+
+    Example:
+        >>> asset = stateful_multi_asset(  # doctest: +SKIP
+        ...     key, tables, lambda context, frames: windowed(frames["orders"]),
+        ...     event_times={"orders": EventTime("ts", 5000)}, spark_resource_key="pyspark",
+        ...     specs=[AssetSpec(key)])
+    """
+    from .run.stateful import run_stateful_query
+    from .run.tables import resolve_table
+
+    sink = tables.sink
+    if sink is None:
+        raise KafkaConnectorError(f"Stateful asset {key.to_user_string()!r} needs a sink table.")
+
+    @multi_asset(
+        name=key.to_python_identifier(),
+        required_resource_keys={tables.kafka_resource_key, spark_resource_key},
+        **multi_asset_args,
+    )
+    def _materialize(context):  # type: ignore[no-untyped-def]
+        kafka = getattr(context.resources, tables.kafka_resource_key)
+        spark = getattr(context.resources, spark_resource_key).spark_session
+        defaults = kafka.connection_defaults()
+        name = key.to_user_string()
+        sources = {
+            n: (resolve_table(spec, defaults, n), event_times.get(n))
+            for n, spec in tables.sources.items()
+        }
+        location = stateful_checkpoint(context.instance, key, checkpoint_location)
+        try:
+            result = run_stateful_query(
+                spark,
+                sources,
+                lambda frames: query(context, frames),
+                resolve_table(sink, defaults, name),
+                checkpoint=location,
+                asset_name=name,
+                output_mode=output_mode,
+                log=context.log,
+            )
+        except Exception as exc:  # a Spark task's registry failure, as our error
+            registry = SchemaRegistryClientError.raised_in_task(exc)
+            if registry is None:
+                raise
+            raise registry from exc
+        metadata = stateful_metadata(result)
+        context.log.info(f"Stateful run of {name} ({location}): {metadata}")
+        yield MaterializeResult(asset_key=key, metadata=metadata)
+
+    attach_streaming_tables(_materialize, tables)
+    return _materialize

@@ -24,7 +24,7 @@ from dagster import (
     define_asset_job,
 )
 
-from ..asset_decorator import kafka_streaming_asset
+from ..asset_decorator import kafka_stateful_asset, kafka_streaming_asset
 from ..checks import KafkaAssetCheck
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
@@ -134,12 +134,19 @@ def _insert_asset(
     }
     if insert.lookback_ms:
         given["lookback"] = timedelta(milliseconds=insert.lookback_ms)
+    location = given.pop("checkpoint_location", None)
+    description = (
+        f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "
+        f"{insert.mode.value} runs.\n\n{insert.query.text}"
+    )
+    if insert.mode == RunMode.STATEFUL:
+        given = {**given, "checkpoint_location": location}
+        return _stateful_asset(insert, translator, attributes, given, description)
 
     @kafka_streaming_asset(
         sources=insert.sources,
         sink=insert.sink,
-        description=f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "
-        f"{insert.mode.value} runs.\n\n{insert.query.text}",
+        description=description,
         translator=translator,
         min_splits=int(parallelism) if parallelism else None,
         from_checkpoint=insert.mode == RunMode.INCREMENTAL,
@@ -156,6 +163,42 @@ def _insert_asset(
     return _sql_asset
 
 
+def _stateful_asset(
+    insert: SqlInsert,
+    translator: KafkaTranslator,
+    attributes: Mapping[str, Any],
+    given: Mapping[str, Any],
+    description: str,
+) -> AssetsDefinition:
+    """A ``STATEFUL`` insert as a stateful asset: its query on Structured Streaming."""
+    if given.get("checks"):
+        raise KafkaOptionsError(
+            f"INSERT INTO {insert.name} (line {insert.line}) runs as a stateful streaming query, "
+            f"whose micro-batches commit as they go: the Kafka checks, which gate or follow one "
+            f"run's commit, do not apply to it. Pass checks=[] or none.",
+            keys=("checks",),
+        )
+    passed = ("kafka_resource_key", "spark_resource_key", "checkpoint_location")
+
+    @kafka_stateful_asset(
+        sources=insert.sources,
+        sink=insert.sink,
+        event_times=insert.event_times,
+        description=description,
+        translator=translator,
+        **{k: v for k, v in {**attributes, **given}.items() if k in _ATTRIBUTES or k in passed},
+    )
+    def _sql_asset(context: Any, **frames: Any) -> Any:
+        spark = next(iter(frames.values())).sparkSession
+        return insert.run_query(spark, frames)
+
+    return _sql_asset
+
+
+#: The asset attributes (from the translator, or given) a stateful asset takes.
+_ATTRIBUTES = ("name", "key_prefix", "group_name", "owners", "tags", "metadata")
+
+
 def build_flink_sql_definitions(
     script: str | Path,
     *,
@@ -170,6 +213,7 @@ def build_flink_sql_definitions(
     include_source_assets: bool = True,
     backfill_policy: BackfillPolicy | None = None,
     checks: Sequence[KafkaAssetCheck] | None = None,
+    checkpoint_location: str | None = None,
 ) -> Definitions:
     """Dagster definitions for a Flink SQL script (its text, or the path of a ``.sql`` file).
 
@@ -180,7 +224,10 @@ def build_flink_sql_definitions(
     aggregations must fit inside its windows); backfills are single runs, as for Python streaming
     assets, unless ``backfill_policy`` says otherwise. The translator's spec of each sink table
     also gives its asset's owners, tags and metadata. ``checks`` are attached to every insert's
-    asset (None: the defaults of the Python API).
+    asset (None: the defaults of the Python API). A ``stateful`` insert (an event-time window
+    aggregation) runs on Structured Streaming with its checkpoint under
+    ``checkpoint_location`` (by default the Dagster instance's storage; see
+    :func:`~..asset_decorator.kafka_stateful_asset`).
 
     Raises:
         FlinkSqlError: the script does not plan (see :func:`~..sql.pipeline.plan_flink_sql`),
@@ -201,6 +248,7 @@ def build_flink_sql_definitions(
         "tags": tags,
         "backfill_policy": backfill_policy,
         "checks": checks,
+        "checkpoint_location": checkpoint_location,
     }
     assets = [_insert_asset(i, pipeline, translator, options) for i in pipeline.inserts]
     jobs: list[Any] = []

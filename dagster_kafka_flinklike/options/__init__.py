@@ -63,6 +63,7 @@ from ._types import (
     spark_type,
     struct_type,
 )
+from ._watermark import EventTime
 
 __all__ = [
     "ACCUMULATIONS",
@@ -83,6 +84,7 @@ __all__ = [
     "Column",
     "ConfigOption",
     "DeliveryGuarantee",
+    "EventTime",
     "FlinkType",
     "FlinkTypeError",
     "FormatSpec",

@@ -67,6 +67,24 @@ PENDING_RECORDS = _metric(
     "Records in the sources beyond the run's stop offsets (end of log minus stop), in all "
     "partitions; per partition under 'offsets'.",
 )
+CURRENT_WATERMARK = _metric(
+    "currentWatermark",
+    "ms",
+    "Stateful runs: the event-time watermark after the run (epoch ms, Flink's: the newest event "
+    "time read minus the WATERMARK delay); windows ending at or before it have been emitted.",
+)
+NUM_LATE_RECORDS_DROPPED = _metric(
+    "numLateRecordsDropped",
+    "rows",
+    "Stateful runs: rows dropped because the watermark had passed their window when they came.",
+)
+STATE_ROWS = _metric(
+    "stateRows", "rows", "Stateful runs: rows of state (open windows) kept after the run."
+)
+STATE_BYTES = _metric("stateBytes", "bytes", "Stateful runs: memory the state held after the run.")
+MICRO_BATCHES = _metric(
+    "microBatches", "batches", "Stateful runs: the Structured Streaming micro-batches run."
+)
 NUM_RECORDS_OUT = _metric("numRecordsOut", "records", "Records written to the sink topic.", "write")
 NUM_BYTES_OUT = _metric("numBytesOut", "bytes", "Key and value bytes written to the sink.", "write")
 NUM_RECORDS_OUT_PER_SECOND = _metric(

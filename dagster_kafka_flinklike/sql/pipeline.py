@@ -13,6 +13,11 @@ runs give Flink's result (:class:`RunMode`):
   of the windows that end in it, as Flink does when the watermark passes. Hopping windows
   begin up to ``size - slide`` before the partition that holds their end, so a run reads that
   much earlier too (:attr:`SqlInsert.lookback_ms`).
+- ``STATEFUL``: an event-time window aggregation (``TUMBLE``, ``HOP``, as table functions or
+  group windows) on a source's ``WATERMARK`` column, without time partitions: each run is one
+  ``Trigger.AvailableNow`` run of a Spark Structured Streaming query (:mod:`..run.stateful`)
+  that keeps the windows' state and the watermark in its checkpoint and emits each window once
+  the watermark passes it, as Flink does; records behind the watermark are dropped as late.
 - ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
   into an ``upsert-kafka`` sink: each run reads every source from its startup position and
   writes the results again; the upsert topic's latest value per key is then Flink's result.
@@ -29,16 +34,22 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FlinkSqlError, KafkaConnectorError, KafkaOptionsError
-from ..options import KafkaTableSpec, StartupMode
+from ..options import EventTime, KafkaTableSpec, StartupMode
 from .parser import parse_flink_sql
-from .statements import CreateTable, CreateView, InsertInto, SetOption
-from .translate import WINDOW_BOUNDS, SparkQuery, WindowCall, translate_query
+from .statements import CreateTable, CreateView, InsertInto, SetOption, Watermark
+from .translate import (
+    WINDOW_BOUNDS,
+    SparkQuery,
+    WindowCall,
+    translate_query,
+    watermark_delay_ms,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -53,6 +64,7 @@ class RunMode(StrEnum):
 
     INCREMENTAL = "incremental"
     WINDOWS = "windows"
+    STATEFUL = "stateful"
     RECOMPUTE = "recompute"
 
 
@@ -96,6 +108,8 @@ class SqlInsert:
     #: Spark session settings from the script's ``SET`` statements.
     spark_settings: tuple[tuple[str, str], ...] = ()
     lookback_ms: int = 0
+    #: ``STATEFUL``: each source's event time (its ``WATERMARK``), by source name.
+    event_times: Mapping[str, EventTime] = field(default_factory=dict)
 
     def run_query(
         self,
@@ -206,6 +220,98 @@ def _timestamp_columns(tables: Mapping[str, KafkaTableSpec]) -> set[str]:
         names = {c.name for c in spec.columns if c.metadata_key == "timestamp"}
         common = names if common is None else common & names
     return common or set()
+
+
+def _bare(column: str) -> str:
+    return column.split(".")[-1].strip("`").lower()
+
+
+#: Stateful operations a window aggregation on event time cannot be combined with here yet.
+_NOT_WITH_WINDOWS = ("JOIN", "OVER", "DISTINCT", "UNION", "LIMIT", "ORDER BY", "INTERSECT")
+
+
+def _event_times(
+    insert: InsertInto,
+    query: SparkQuery,
+    sources: Mapping[str, KafkaTableSpec],
+    watermarks: Mapping[str, Watermark],
+) -> dict[str, EventTime] | None:
+    """Each source's event time when the query aggregates windows on a ``WATERMARK`` column
+    (a ``STATEFUL`` insert), None when no window is on one.
+
+    Raises:
+        FlinkSqlError: such a query that Structured Streaming cannot run as Flink does.
+    """
+    declared = {name: w for name, w in watermarks.items() if name in sources}
+    rowtimes = {_bare(w.column) for w in declared.values()}
+    on_rowtime = [w for w in query.windows if _bare(w.time_column) in rowtimes]
+    if not on_rowtime:
+        return None
+    first = on_rowtime[0]
+
+    def refuse(reason: str, line: int = first.line, column: int = first.column) -> FlinkSqlError:
+        return FlinkSqlError(f"INSERT INTO {insert.target}: {reason}", line=line, column=column)
+
+    others = [s for s in query.stateful if s[0] in _NOT_WITH_WINDOWS]
+    if others:
+        what, line, column = others[0]
+        raise refuse(
+            f"{what} with an event-time window aggregation does not run incrementally here "
+            f"(only window aggregations do); Flink's result needs state this pipeline does not "
+            f"keep for it.",
+            line,
+            column,
+        )
+    for w in query.windows:
+        if w.kind == "CUMULATE":
+            raise refuse(
+                "CUMULATE on event time: Spark Structured Streaming would emit a cumulating "
+                "window's early steps only when the whole window closes, not as the watermark "
+                "passes each step as Flink does. Use TUMBLE with the step's size, or HOP.",
+                w.line,
+                w.column,
+            )
+        if _bare(w.time_column) not in rowtimes:
+            raise refuse(
+                f"{w.kind}'s time column {w.time_column} is not a time attribute: declare a "
+                f"WATERMARK for it, as Flink requires.",
+                w.line,
+                w.column,
+            )
+    if " DISTINCT " in f" {query.text.upper()} ":
+        raise refuse(
+            "a DISTINCT aggregate in an event-time window: Spark Structured Streaming has no "
+            "distinct aggregation."
+        )
+    times: dict[str, EventTime] = {}
+    for name, spec in sources.items():
+        if spec.is_changelog:
+            raise refuse(
+                f"source {name} is a changelog ({spec.connector}, {spec.value_format.name}); "
+                f"window aggregations on event time run over insert-only sources here."
+            )
+        if spec.dead_letter_topic or spec.ignore_errors:
+            raise refuse(
+                f"source {name} sets 'ingestion.*' dirty-data options, which event-time window "
+                f"runs do not apply; a format's 'ignore-parse-errors' skips bad records there."
+            )
+        mark = declared.get(name)
+        if mark is None:
+            raise refuse(
+                f"source {name} declares no WATERMARK; every source of an event-time window "
+                f"aggregation needs one (Flink's windows need a time attribute on every input)."
+            )
+        delay = watermark_delay_ms(mark.column, mark.expression)
+        if delay is None:
+            raise refuse(
+                f"the WATERMARK of {name} is `{mark.expression}`; event-time runs take "
+                f"`{mark.column}` or `{mark.column} - INTERVAL 'n' UNIT`."
+            )
+        try:
+            times[name] = EventTime(_bare(mark.column), delay)
+        except KafkaOptionsError as exc:
+            raise refuse(f"source {name}: {exc}") from None
+    return times
 
 
 def _mode(
@@ -353,6 +459,7 @@ def plan_flink_sql(
     known: dict[str, KafkaTableSpec] = dict(tables or {})
     declared_at: dict[str, int] = {}
     views: dict[str, tuple[str, tuple[str, ...]]] = {}
+    watermarks: dict[str, Watermark] = {}
     settings: dict[str, str] = {}
     warnings: list[str] = []
     for st in statements:
@@ -368,6 +475,8 @@ def plan_flink_sql(
                 continue
             known[st.name] = st.spec
             declared_at[st.name] = st.line
+            if st.watermark is not None:
+                watermarks[st.name] = st.watermark
         elif isinstance(st, CreateView):
             spark = translate_query(text, *st.query_span)
             if spark.stateful:
@@ -403,7 +512,12 @@ def plan_flink_sql(
                 line=st.line,
                 column=1,
             )
-        mode = _mode(st, query, sink, sources, windows)
+        event_times = _event_times(st, query, sources, watermarks) if windows is None else None
+        if event_times is not None:
+            mode = RunMode.STATEFUL
+            query = translate_query(text, *st.query_span, streaming=True)
+        else:
+            mode = _mode(st, query, sink, sources, windows)
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
         # Flink maps an INSERT's columns by position; a CTAS table's columns are the query's
         columns = () if st.table is not None and st.table.as_query else st.column_names or persisted
@@ -430,6 +544,7 @@ def plan_flink_sql(
                 max((w.size_ms - w.step_ms for w in query.windows if w.bounded), default=0)
                 if mode == RunMode.WINDOWS
                 else 0,
+                event_times or {},
             )
         )
     targets = [i.name for i in inserts]

@@ -32,16 +32,18 @@ from dataclasses import dataclass
 
 from ..errors import FlinkSqlError, KafkaOptionsError
 from ..options import parse_flink_type, top_level_spans
-from .lexer import EOF, IDENT, NUMBER, STRING, SYMBOL, Token, tokenize
+from .lexer import EOF, IDENT, NUMBER, QIDENT, STRING, SYMBOL, Token, tokenize
 from .queries import table_references
 
 __all__ = [
     "WINDOW_BOUNDS",
+    "WINDOW_COLUMN",
     "SparkQuery",
     "WindowCall",
     "spark_string",
     "translate_expression",
     "translate_query",
+    "watermark_delay_ms",
 ]
 
 #: Aggregate functions: a query calling one outside OVER keeps per-group state.
@@ -112,6 +114,8 @@ class WindowCall:
 #: has hopping windows: only windows ending in ``(start, end]`` are kept, so a run over a time
 #: partition emits the windows that end in it, though it reads records from before its start.
 WINDOW_BOUNDS = ("dkf_window_start", "dkf_window_end")
+#: The window column of a window table function translated for Structured Streaming.
+WINDOW_COLUMN = "__dkf_w"
 
 
 @dataclass(frozen=True)
@@ -209,8 +213,10 @@ class _QueryRewriter:
     (:attr:`windows`) it meets.
     """
 
-    def __init__(self, tokens: list[Token]) -> None:
+    def __init__(self, tokens: list[Token], streaming: bool = False) -> None:
         self.tokens = tokens
+        #: Spark Structured Streaming: group windows by the window itself (see :meth:`group_by`)
+        self.streaming = streaming
         self.stateful: list[tuple[str, int, int]] = []
         self.windows: list[WindowCall] = []
         # qualified table names (catalog.database.table): Spark reads the table's view by name
@@ -295,6 +301,8 @@ class _QueryRewriter:
             )
         if word in ("GROUP", "ORDER") and follows is not None and follows.is_word("BY"):
             self.stateful.append((f"{word} BY", tok.line, tok.column))
+            if word == "GROUP" and self.streaming:
+                return self.group_by(at, stop)
         elif word in ("JOIN", "OVER", "LIMIT", "INTERSECT", "EXCEPT", "MINUS") or (
             word == "DISTINCT" and at > 0 and self.tokens[at - 1].is_word("SELECT")
         ):  # COUNT(DISTINCT x) is an aggregate's own state, counted with the aggregate
@@ -312,6 +320,31 @@ class _QueryRewriter:
             close_at = self.closing(at + 1)
             return self.call(at, close_at), close_at + 1
         return tok.text, at + 1
+
+    def group_by(self, at: int, stop: int) -> tuple[str, int]:
+        """``GROUP BY`` for Structured Streaming: a list naming ``window_start`` or
+        ``window_end`` of a window table function also groups by that window itself (the
+        column that carries the watermark, which Spark's append mode needs), and the position
+        after the list."""
+        end = at + 2
+        depth = 0
+        clauses = ("HAVING", "ORDER", "LIMIT", "UNION", "WINDOW", "QUALIFY", "EXCEPT", "INTERSECT")
+        while end < stop:
+            tok = self.tokens[end]
+            if tok.kind == SYMBOL and tok.value in "([":
+                depth += 1
+            elif tok.kind == SYMBOL and tok.value in ")]":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and tok.kind == IDENT and tok.value.upper() in clauses:
+                break
+            end += 1
+        listed = self.sql(at + 2, end)
+        names = {t.value.upper() for t in self.tokens[at + 2 : end] if t.kind in (IDENT, QIDENT)}
+        if names & {"WINDOW_START", "WINDOW_END"}:
+            listed = f"{listed} , {WINDOW_COLUMN}"
+        return f"GROUP BY {listed}", end
 
     def call(self, name_at: int, close_at: int) -> str:
         """Spark SQL for the call of the function named at ``name_at``, whose argument list
@@ -421,7 +454,8 @@ class _QueryRewriter:
         self.windows.append(
             WindowCall(kind, column, size, step, offset, fn.line, fn.column, bounded)
         )
-        return _window_subquery(kind, data, column, size, step, offset), outer_close + 1
+        subquery = _window_subquery(kind, data, column, size, step, offset, self.streaming)
+        return subquery, outer_close + 1
 
     def group_window(self, name_at: int, args: list[Span]) -> str:
         """Legacy group windows: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)`` and helpers."""
@@ -575,16 +609,26 @@ def _spark_window(column: str, size: int, slide: int, offset: int) -> str:
     return f"window({', '.join(parts)})"
 
 
-def _window_subquery(kind: str, data: str, column: str, size: int, step: int, offset: int) -> str:
+def _window_subquery(
+    kind: str, data: str, column: str, size: int, step: int, offset: int, streaming: bool = False
+) -> str:
     """Rows of ``data`` with Flink's ``window_start``, ``window_end`` and ``window_time``.
 
     Each row is kept whole in a struct (``__dkf_r``) so ``SELECT *`` over the result sees the
-    table's columns and the three window columns, nothing else.
+    table's columns and the three window columns, nothing else; for Structured Streaming also
+    the window itself (:data:`WINDOW_COLUMN`), which its aggregation groups by.
     """
     time = "window_end - INTERVAL '0.001' SECOND AS window_time"
     if kind in ("TUMBLE", "HOP"):
         w = _spark_window(column, size, step, offset)
         where = ""
+        if streaming:
+            return (
+                f"(SELECT __dkf_r.*, window_start, window_end, {time}, {WINDOW_COLUMN} FROM "
+                f"(SELECT __dkf_r, {WINDOW_COLUMN}, {WINDOW_COLUMN}.start AS window_start, "
+                f"{WINDOW_COLUMN}.end AS window_end FROM (SELECT struct(*) AS __dkf_r, {w} AS "
+                f"{WINDOW_COLUMN} FROM {data})))"
+            )
         if step != size:  # hopping: keep the windows that end within the run's bounds
             end = "unix_millis(CAST(window_end AS TIMESTAMP))"
             lo, hi = (f"CAST(:{p} AS BIGINT)" for p in WINDOW_BOUNDS)
@@ -642,9 +686,12 @@ def _tokens(text: str, start: int, end: int) -> list[Token]:
     return [t for t in _script_tokens(text) if start <= t.start < end and t.kind != EOF]
 
 
-def translate_query(text: str, start: int = 0, end: int | None = None) -> SparkQuery:
+def translate_query(
+    text: str, start: int = 0, end: int | None = None, *, streaming: bool = False
+) -> SparkQuery:
     """Translate the Flink SQL query at ``text[start:end]`` (a whole script is fine: positions
-    in errors are the script's lines and columns).
+    in errors are the script's lines and columns); with ``streaming``, for Spark Structured
+    Streaming (window aggregations group by the window column that carries the watermark).
 
     Raises:
         FlinkSqlError: a construct with no faithful translation, with its line and column.
@@ -654,9 +701,31 @@ def translate_query(text: str, start: int = 0, end: int | None = None) -> SparkQ
         'SELECT current_timestamp() AS t , struct(a, b) AS r FROM s'
     """
     end = len(text) if end is None else end
-    rewriter = _QueryRewriter(_tokens(text, start, end))
+    rewriter = _QueryRewriter(_tokens(text, start, end), streaming)
     spark = rewriter.sql(0, len(rewriter.tokens))
     return SparkQuery(spark, tuple(rewriter.stateful), tuple(rewriter.windows))
+
+
+def watermark_delay_ms(column: str, expression: str) -> int | None:
+    """The delay of a ``WATERMARK FOR column AS expression``: 0 for ``column``, n ms for
+    ``column - INTERVAL 'n' UNIT``; None for any other expression.
+
+    Example:
+        >>> watermark_delay_ms("ts", "ts - INTERVAL '5' SECOND")
+        5000
+    """
+    tokens = [t for t in tokenize(expression) if t.kind != EOF]
+    name = column.split(".")[-1].strip("`").upper()
+    if not tokens or tokens[0].kind not in (IDENT, QIDENT) or tokens[0].value.upper() != name:
+        return None
+    if len(tokens) == 1:
+        return 0
+    if not (tokens[1].kind == SYMBOL and tokens[1].value == "-"):
+        return None
+    try:
+        return _QueryRewriter(tokens).interval_ms(2, len(tokens))
+    except FlinkSqlError:
+        return None
 
 
 def translate_expression(text: str) -> str:

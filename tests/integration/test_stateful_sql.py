@@ -1,0 +1,85 @@
+"""Event-time window aggregations run on Spark Structured Streaming, incrementally, and write
+what Apache Flink writes (the oracle runs the same script over the same topic)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from dagster import DagsterInstance, materialize
+
+from dagster_kafka_flinklike.components import build_flink_sql_definitions
+from tests.integration.test_flink_oracle import for_flink, oracle  # noqa: F401 (fixture)
+from tests.integration.test_flink_sql import resources, script, send, values  # noqa: F401
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+T0 = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def order(n: int, channel: str, amount: int, seconds: float) -> tuple[Any, None]:
+    ts = (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return {"order_id": n, "channel": channel, "amount": amount, "ts": ts}, None
+
+
+def stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def key(row: dict) -> tuple:
+    return row["window_start"], row["channel"]
+
+
+def materialize_all(defs: Any, given: dict, instance: DagsterInstance) -> Any:
+    result = materialize(list(defs.assets), instance=instance, resources=given,
+                         selection=[a.key for a in defs.assets if a.is_materializable])  # fmt: skip
+    assert result.success
+    [event] = result.get_asset_materialization_events()
+    mat = event.step_materialization_data.materialization
+    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+
+
+def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
+    kafka_bootstrap: str,
+    new_topic: Any,
+    resources: dict,
+    oracle: Any,
+    tmp_path: Any,  # noqa: F811
+) -> None:
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("tumble_event_time.sql", source, ours))
+    [insert_asset] = [a for a in defs.assets if a.is_materializable]
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    # run 1: out of order within the delay; the watermark ends at 16 - 5 = 11 s
+    send(kafka_bootstrap, source, [
+        order(1, "web", 10, 1), order(2, "app", 5, 3), order(3, "web", 7, 12),
+        order(4, "web", 1, 9), (b"not json", None), order(5, "app", 2, 16),
+    ])  # fmt: skip
+    first = materialize_all(defs, resources, instance)
+    assert sorted(map(key, values(kafka_bootstrap, ours))) == [
+        ("2026-11-20 00:00:00", "app"),
+        ("2026-11-20 00:00:00", "web"),
+    ]
+    assert (first["numRecordsIn"], first["dirtyRecords"], first["numRecordsOut"]) == (6, 1, 2)
+    assert first["currentWatermark"] == int((T0 + timedelta(seconds=11)).timestamp() * 1000)
+    # between the runs: a record for the window already emitted (late: dropped, as Flink
+    # drops it), one within the delay, and the watermark to 34.999 - 5 s: [20 s, 30 s) closes
+    # exactly at its last millisecond, as in Flink
+    send(kafka_bootstrap, source, [
+        order(6, "web", 100, 4), order(7, "app", 3, 14), order(8, "web", 4, 25),
+        order(9, "web", 6, 34.999),
+    ])  # fmt: skip
+    second = materialize_all(defs, resources, instance)
+    assert second["numLateRecordsDropped"] == 1
+    assert second["numRecordsIn"] == 4
+    flink = for_flink(script("tumble_event_time.sql", source, theirs))
+    oracle.run(flink, bootstrap=kafka_bootstrap)
+    watermark = T0 + timedelta(seconds=34.999 - 5)
+    # Flink's bounded job closes every window at the end of its input; the ones its
+    # watermark had passed are what a running job had written by then
+    expected = [r for r in values(kafka_bootstrap, theirs)
+                if stamp(r["window_end"]) - timedelta(milliseconds=1) <= watermark]  # fmt: skip
+    assert len(expected) == 5
+    assert sorted(values(kafka_bootstrap, ours), key=key) == sorted(expected, key=key)
+    assert insert_asset.specs_by_key[insert_asset.key].metadata["flink_sql/run_mode"] == "stateful"
