@@ -278,7 +278,7 @@ def _event_times(
                 w.line,
                 w.column,
             )
-    if " DISTINCT " in f" {query.text.upper()} ":
+    if re.search(r"\bDISTINCT\b", query.text, re.IGNORECASE):
         raise refuse(
             "a DISTINCT aggregate in an event-time window: Spark Structured Streaming has no "
             "distinct aggregation."
@@ -514,6 +514,14 @@ def plan_flink_sql(
             )
         event_times = _event_times(st, query, sources, watermarks) if windows is None else None
         if event_times is not None:
+            if zone and zone.strip().upper() not in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
+                raise FlinkSqlError(
+                    f"INSERT INTO {st.target}: SET 'table.local-time-zone' = {zone!r} with an "
+                    f"event-time window aggregation: its windows run in UTC here (Flink aligns "
+                    f"TIMESTAMP_LTZ windows to the local time zone). Leave the zone at UTC.",
+                    line=st.line,
+                    column=1,
+                )
             mode = RunMode.STATEFUL
             query = translate_query(text, *st.query_span, streaming=True)
         else:

@@ -333,3 +333,98 @@ def test_qualified_table_names_read_the_declared_tables() -> None:
     assert (insert.name, sorted(insert.sources)) == ("s", ["t"])
     assert "FROM t WHERE t . x > 0" in insert.query.text
     assert "FROM `t` AS u" in insert.query.text
+
+
+ROWTIME = "x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"
+WINDOWED = (
+    "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE({fn}(TABLE t, DESCRIPTOR(ts), "
+    "INTERVAL '1' MINUTE{more})) GROUP BY window_start, window_end;"
+)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        WINDOWED.format(fn="TUMBLE", more=""),
+        WINDOWED.format(fn="HOP", more=", INTERVAL '5' MINUTE"),
+        "INSERT INTO s SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM t "
+        "GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);",
+    ],
+)
+def test_windows_on_a_watermark_column_run_stateful(query: str) -> None:
+    [insert] = plan_flink_sql(
+        table("t", columns=ROWTIME) + table("s", columns=SINK) + query
+    ).inserts
+    assert insert.mode == RunMode.STATEFUL
+    assert {n: (t.column, t.delay_ms) for n, t in insert.event_times.items()} == {"t": ("ts", 5000)}
+    # grouped by the window itself too: the column Spark's watermark follows
+    assert "__dkf_w" in insert.query.text.split("GROUP BY")[-1] or "window(ts" in insert.query.text
+
+
+@pytest.mark.parametrize(
+    ("columns", "query", "words"),
+    [
+        (ROWTIME, WINDOWED.format(fn="CUMULATE", more=", INTERVAL '5' MINUTE"), "CUMULATE on"),
+        (
+            ROWTIME,
+            "INSERT INTO s SELECT window_start, COUNT(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+            "DISTINCT aggregate",
+        ),
+        (
+            ROWTIME,
+            "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE t, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) JOIN t ON true GROUP BY window_start, "
+            "window_end;",
+            "JOIN with an event-time window",
+        ),
+        (
+            "x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts",
+            WINDOWED.format(fn="TUMBLE", more=""),
+            "no delay",
+        ),
+        (
+            "x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND * 2",
+            WINDOWED.format(fn="TUMBLE", more=""),
+            "event-time runs take",
+        ),
+    ],
+)
+def test_event_time_windows_that_would_differ_from_flink_are_refused(
+    columns: str, query: str, words: str
+) -> None:
+    with pytest.raises(FlinkSqlError, match=words) as info:
+        plan_flink_sql(table("t", columns=columns) + table("s", columns=SINK) + query)
+    assert info.value.line == 3
+
+
+def test_a_window_on_a_column_without_watermark_beside_one_with_is_refused() -> None:
+    script = (
+        table("t", columns=ROWTIME)
+        + table("u", columns="x INT, ts TIMESTAMP(3)")
+        + table("s", columns=SINK)
+        + "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE (SELECT * FROM t "
+        "UNION ALL SELECT * FROM u), DESCRIPTOR(ts), INTERVAL '1' MINUTE)) "
+        "GROUP BY window_start, window_end;"
+    )
+    with pytest.raises(FlinkSqlError, match="source u declares no WATERMARK"):
+        plan_flink_sql(script)
+
+
+def test_time_partitions_keep_windows_per_partition() -> None:
+    columns = ROWTIME + ", k TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'"
+    query = WINDOWED.format(fn="TUMBLE", more="").replace("DESCRIPTOR(ts)", "DESCRIPTOR(k)")
+    [insert] = plan_flink_sql(
+        table("t", columns=columns) + table("s", columns=SINK) + query, windows=(HOUR, 0)
+    ).inserts
+    assert insert.mode == RunMode.WINDOWS
+
+
+def test_event_time_windows_refuse_another_local_time_zone() -> None:
+    script = "SET 'table.local-time-zone' = 'Europe/Berlin';\n" + (
+        table("t", columns=ROWTIME)
+        + table("s", columns=SINK)
+        + WINDOWED.format(fn="TUMBLE", more="")
+    )
+    with pytest.raises(FlinkSqlError, match="local-time-zone"):
+        plan_flink_sql(script)
