@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -55,6 +56,14 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle() -> Any:
+    """Apache Flink as the oracle (PyFlink in its own environment, installed on first use)."""
+    from tests.oracle import flink_oracle
+
+    return flink_oracle()
 
 
 @pytest.fixture(scope="session")

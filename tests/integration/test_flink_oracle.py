@@ -13,14 +13,9 @@ from dagster_kafka_flinklike import KafkaResource, SparkResource
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.integration.test_flink_sql import at, run, script, send, values
-from tests.oracle import FlinkOracleError, flink_oracle
+from tests.oracle import FlinkOracleError
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-
-@pytest.fixture(scope="session")
-def oracle() -> Any:
-    return flink_oracle()
 
 
 @pytest.fixture

@@ -9,13 +9,23 @@ from typing import Any
 import pytest
 from dagster import DagsterInstance, materialize
 
+from dagster_kafka_flinklike import KafkaResource, SparkResource
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
-from tests.integration.test_flink_oracle import for_flink, oracle  # noqa: F401 (fixture)
-from tests.integration.test_flink_sql import resources, script, send, values  # noqa: F401
+from dagster_kafka_flinklike.spark import local_spark_config
+from tests.integration.test_flink_oracle import for_flink
+from tests.integration.test_flink_sql import create_topics, script, send, values
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+@pytest.fixture
+def resources(kafka_bootstrap: str, spark: Any) -> dict[str, Any]:
+    return {
+        "kafka": KafkaResource(bootstrap_servers=kafka_bootstrap),
+        "pyspark": SparkResource(spark_config=local_spark_config("tests")),
+    }
 
 
 def order(n: int, channel: str, amount: int, seconds: float) -> tuple[Any, None]:
@@ -31,13 +41,18 @@ def key(row: dict) -> tuple:
     return row["window_start"], row["channel"]
 
 
-def materialize_all(defs: Any, given: dict, instance: DagsterInstance) -> Any:
+def materialize_all(defs: Any, given: dict, instance: DagsterInstance) -> dict[str, dict]:
+    """Materialize every insert once: each one's metadata, by asset name."""
     result = materialize(list(defs.assets), instance=instance, resources=given,
                          selection=[a.key for a in defs.assets if a.is_materializable])  # fmt: skip
     assert result.success
-    [event] = result.get_asset_materialization_events()
-    mat = event.step_materialization_data.materialization
-    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    return {
+        e.asset_key.path[-1]: {
+            k: getattr(v, "value", v)
+            for k, v in e.step_materialization_data.materialization.metadata.items()
+        }
+        for e in result.get_asset_materialization_events()
+    }
 
 
 def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
@@ -45,7 +60,7 @@ def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
     new_topic: Any,
     resources: dict,
     oracle: Any,
-    tmp_path: Any,  # noqa: F811
+    tmp_path: Any,
 ) -> None:
     source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
     defs = build_flink_sql_definitions(script("tumble_event_time.sql", source, ours))
@@ -56,7 +71,7 @@ def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
         order(1, "web", 10, 1), order(2, "app", 5, 3), order(3, "web", 7, 12),
         order(4, "web", 1, 9), (b"not json", None), order(5, "app", 2, 16),
     ])  # fmt: skip
-    first = materialize_all(defs, resources, instance)
+    first = materialize_all(defs, resources, instance)["revenue"]
     assert sorted(map(key, values(kafka_bootstrap, ours))) == [
         ("2026-11-20 00:00:00", "app"),
         ("2026-11-20 00:00:00", "web"),
@@ -70,7 +85,7 @@ def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
         order(6, "web", 100, 4), order(7, "app", 3, 14), order(8, "web", 4, 25),
         order(9, "web", 6, 34.999),
     ])  # fmt: skip
-    second = materialize_all(defs, resources, instance)
+    second = materialize_all(defs, resources, instance)["revenue"]
     assert second["numLateRecordsDropped"] == 1
     assert second["numRecordsIn"] == 4
     flink = for_flink(script("tumble_event_time.sql", source, theirs))
@@ -83,3 +98,50 @@ def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
     assert len(expected) == 5
     assert sorted(values(kafka_bootstrap, ours), key=key) == sorted(expected, key=key)
     assert insert_asset.specs_by_key[insert_asset.key].metadata["flink_sql/run_mode"] == "stateful"
+
+
+def click(user: str, url: str, seconds: float) -> tuple[Any, None]:
+    ts = (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return {"user_name": user, "url": url, "ts": ts}, None
+
+
+def closed(rows: list[dict], watermark: datetime, end: str = "window_end") -> list[dict]:
+    """The rows of windows Flink's watermark had passed (its bounded job closes all at the end)."""
+    return [r for r in rows if stamp(r[end]) - timedelta(milliseconds=1) <= watermark]
+
+
+def test_hopping_and_group_windows_in_a_statement_set_write_what_flink_writes(
+    kafka_bootstrap: str,
+    new_topic: Any,
+    admin: Any,
+    resources: dict,
+    oracle: Any,
+    tmp_path: Any,
+) -> None:
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    create_topics(admin, f"{ours}-legacy", f"{theirs}-legacy")
+    defs = build_flink_sql_definitions(script("hop_and_group_window_event_time.sql", source, ours))
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    send(kafka_bootstrap, source, [
+        click("ann", "/a", 1), click("bob", "/b", 4), click("ann", "/c", 6.5),
+        click("ann", "/d", 5), click("bob", "/e", 13),
+    ])  # fmt: skip
+    assert materialize_all(defs, resources, instance)
+    # late for [0 s, 10 s) but in time for [5 s, 15 s): Flink keeps it for the open window
+    send(kafka_bootstrap, source, [
+        click("ann", "/late", 8), click("bob", "/f", 17), click("ann", "/g", 27),
+        click("bob", "/h", 41.999),
+    ])  # fmt: skip
+    assert materialize_all(defs, resources, instance)
+    flink = for_flink(script("hop_and_group_window_event_time.sql", source, theirs))
+    oracle.run(flink, bootstrap=kafka_bootstrap)
+    watermark = T0 + timedelta(seconds=41.999 - 2)
+    hop = closed(values(kafka_bootstrap, theirs), watermark)
+    legacy = closed(values(kafka_bootstrap, f"{theirs}-legacy"), watermark, "w_end")
+    assert len(hop) >= 6 and len(legacy) == 2
+    hop_key = lambda r: (r["window_start"], r["user_name"])  # noqa: E731
+    assert sorted(values(kafka_bootstrap, ours), key=hop_key) == sorted(hop, key=hop_key)
+    legacy_key = lambda r: r["w_start"]  # noqa: E731
+    assert sorted(values(kafka_bootstrap, f"{ours}-legacy"), key=legacy_key) == sorted(
+        legacy, key=legacy_key
+    )
