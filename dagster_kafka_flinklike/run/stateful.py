@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -156,6 +157,7 @@ class BatchWriter:
     _query_id: str | None = None
     _started: threading.Event = field(default_factory=threading.Event)
     _transaction: TransactionalSink | None = None
+    _topic_seen: bool = False
 
     def started(self, query_id: str) -> None:
         """The query's id (stable across its runs from one checkpoint): batches may go on."""
@@ -178,10 +180,21 @@ class BatchWriter:
         assert self._query_id is not None
         group = _fence_group(self._transaction.transactional_id, self._query_id)
         fence: TopicPartition = (self.sink.topic, 0)
-        done = self._transaction.committed_offsets(group, [fence]).get(fence, 0)
+        if self._sink_exists():
+            done = self._transaction.committed_offsets(group, [fence]).get(fence, 0)
+        elif frame.persist().count() == 0:  # computed whole once: the write reads the cache
+            # the fence lives on the sink topic: until a record creates it, an empty batch has
+            # nothing to write and nothing to fence (its replay writes nothing either)
+            frame.unpersist()
+            self.written[batch_id] = 0
+            return
+        else:
+            done = 0
         if done > batch_id:
             self.log.info(f"Batch {batch_id} was committed before; not written again.")
             self.replayed.append(batch_id)
+            # every partition of a batch is consumed, or Spark's state stores do not commit it
+            frame.write.format("noop").mode("overwrite").save()
             return
         result = write_table(
             self.sink,
@@ -191,7 +204,14 @@ class BatchWriter:
             transaction=self._transaction,
             source_offsets={group: {fence: batch_id + 1}},
         )
+        frame.unpersist()
         self.written[batch_id] = result.records
+
+    def _sink_exists(self) -> bool:
+        if not self._topic_seen:
+            topic = self.sink.topic
+            self._topic_seen = topic in self.clients.admin(self.sink).discover([topic])
+        return self._topic_seen
 
     def close(self) -> None:
         """Close the transactional producer, if any."""
@@ -277,13 +297,15 @@ def _result(progress: list[dict[str, Any]], writer: BatchWriter, elapsed: float)
 def _failure(exc: BaseException, asset_name: str) -> KafkaConnectorError:
     """The error a failed streaming query raises, as ours: a strict record's error whole."""
     text = str(exc)
-    if _DIRTY in text:
-        detail = text.split(_DIRTY, 2)[1].strip()
+    # the message a task raised names the record (the plan's text holds the expression only)
+    found = re.search(rf"{_DIRTY}\[(.+?)\] (\S+-\d+@\d+): (.*?) {_DIRTY}", text, re.DOTALL)
+    if found:
+        name, where, error = found.groups()
         return DeserializationError(
-            f"A record of source {detail} could not be decoded and its format does not "
-            f"tolerate it (set the format's 'ignore-parse-errors' to skip such records). The "
-            f"streaming query of {asset_name!r} stopped before writing the micro-batch that "
-            f"holds it; its checkpoint keeps the batches completed before."
+            f"A record of source {name!r} at {where} could not be decoded ({error}) and its "
+            f"format does not tolerate it (set the format's 'ignore-parse-errors' to skip "
+            f"such records). The streaming query of {asset_name!r} stopped before writing "
+            f"the micro-batch that holds it; its checkpoint keeps the batches completed before."
         )
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
     return KafkaConnectorError(

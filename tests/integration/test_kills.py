@@ -13,6 +13,7 @@ Replay a failure with ``KILL_TEST_SEED=<seed printed> pytest tests/integration/t
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import os
@@ -69,14 +70,21 @@ def _output_ids(bootstrap: str, topic: str) -> Counter[int]:
 class Child:
     """The asset's run in its own process group, with its output lines in a queue."""
 
-    def __init__(self, args: list[str], home: Path) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        home: Path,
+        module: str = "tests.integration.kill_child",
+        env: dict[str, str] | None = None,
+    ) -> None:
         env = {
             **os.environ,
             "DAGSTER_HOME": str(home),
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.kill_child", *args],
+            [sys.executable, "-m", module, *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -107,7 +115,7 @@ class Child:
             self.log.append(line)
             if marker is not None and marker in line:
                 return True
-        raise AssertionError(f"child did not reach {marker!r} in {timeout}s:\n{self.tail()}")
+        raise AssertionError(f"child did not reach {marker!r} in {timeout}s:\n{self.causes()}")
 
     def kill(self) -> bool:
         """SIGKILL the whole process group; True if it was still running."""
@@ -123,6 +131,11 @@ class Child:
 
     def tail(self) -> str:
         return "".join(self.log[-40:])
+
+    def causes(self) -> str:
+        """The log's exception lines and its tail."""
+        causes = [line for line in self.log if "Caused by" in line or "Error:" in line]
+        return "".join(causes[-20:]) + "\n...\n" + self.tail()
 
 
 def _write_instance_config(home: Path) -> None:
@@ -198,3 +211,76 @@ def test_at_least_once_loses_nothing_under_sigkill(kafka_bootstrap, new_topic, t
     assert not missing, f"{len(missing)} input records lost, e.g. {missing[:10]}"
     duplicates = sum(n - 1 for n in ids.values() if n > 1)
     print(f"at-least-once: {duplicates} duplicate record(s) after {counts['killed']} kills")
+
+
+STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "3"))
+T0_MS = 1_795_000_000_000
+
+
+def test_a_stateful_exactly_once_asset_survives_sigkill(
+    kafka_bootstrap, new_topic, tmp_path, oracle
+) -> None:
+    """Event-time windows into an exactly-once sink (`dkf sql run`), killed at random moments,
+    then run to completion: the sink holds exactly the windows Flink writes."""
+    from tests.integration.test_flink_oracle import for_flink
+    from tests.integration.test_flink_sql import script, values
+
+    rng = random.Random(_seed())
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    path = tmp_path / "windows.sql"
+    path.write_text(script("tumble_exactly_once.sql", source, ours))
+    home = tmp_path / "dkf_home"
+    _write_instance_config(home)
+    env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "DKF_HOME": str(home)}
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+    sent = 0
+
+    def produce(count: int) -> None:
+        nonlocal sent
+        for i in range(sent, sent + count):  # in event-time order: 4 readings a second
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0_MS / 1000 + i / 4))
+            value = {
+                "id": i,
+                "sensor": f"s{i % 3}",
+                "reading": i % 7,
+                "ts": f"{stamp}.{(i % 4) * 250:03d}",
+            }
+            producer.produce(source, json.dumps(value).encode())
+        assert producer.flush(30) == 0
+        sent += count
+
+    counts: Counter[str] = Counter()
+    while counts["killed"] < STATEFUL_KILLS:
+        assert counts["rounds"] < STATEFUL_KILLS * 3, f"too few kills landed: {dict(counts)}"
+        counts["rounds"] += 1
+        produce(400)
+        child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
+        moment = rng.choice(("time", *EOS_MARKERS))
+        if moment == "time":
+            reached = True
+            time.sleep(rng.uniform(2.0, 20.0))
+        else:
+            reached = child.wait_for(moment, CHILD_TIMEOUT_S)
+            time.sleep(rng.uniform(0.0, 0.05))
+        if reached and child.kill():
+            counts["killed"] += 1
+            counts[f"killed at {moment}"] += 1
+        else:
+            counts["completed" if child.finish() == 0 else "failed"] += 1
+    produce(400)
+    child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
+    assert child.finish() == 0, child.tail()
+    print(f"stateful exactly-once kill test: {dict(counts)}", flush=True)
+    flink = for_flink(script("tumble_exactly_once.sql", source, theirs))
+    oracle.run(flink.replace("'exactly-once'", "'at-least-once'"), bootstrap=kafka_bootstrap)
+    # in event-time order nothing is late; the watermark ends 2 s behind the last reading
+    last_ms = T0_MS + (sent - 1) * 250
+    closed = [
+        r for r in values(kafka_bootstrap, theirs)
+        if calendar.timegm(time.strptime(r["window_start"], "%Y-%m-%d %H:%M:%S")) + 10 - 0.001
+        <= (last_ms - 2000) / 1000
+    ]  # fmt: skip
+    mine = values(kafka_bootstrap, ours)
+    assert len(mine) == len(closed) > 3 * (sent // 40 - 2)
+    key = lambda r: (r["window_start"], r["sensor"])  # noqa: E731
+    assert sorted(mine, key=key) == sorted(closed, key=key)
