@@ -184,6 +184,7 @@ def _stateful_asset(
         sources=insert.sources,
         sink=insert.sink,
         event_times=insert.event_times,
+        output_mode=insert.output_mode,
         description=description,
         translator=translator,
         **{k: v for k, v in {**attributes, **given}.items() if k in _ATTRIBUTES or k in passed},

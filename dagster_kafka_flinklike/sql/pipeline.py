@@ -18,6 +18,9 @@ runs give Flink's result (:class:`RunMode`):
   ``Trigger.AvailableNow`` run of a Spark Structured Streaming query (:mod:`..run.stateful`)
   that keeps the windows' state and the watermark in its checkpoint and emits each window once
   the watermark passes it, as Flink does; records behind the watermark are dropped as late.
+  An unbounded ``GROUP BY`` aggregate (with or without ``HAVING``) into an ``upsert-kafka`` sink
+  is ``STATEFUL`` too, in update mode: each run writes the groups whose aggregates changed, and
+  a group that leaves a ``HAVING`` result is deleted (a tombstone), as Flink retracts it.
 - ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
   into an ``upsert-kafka`` sink: each run reads every source from its startup position and
   writes the results again; the upsert topic's latest value per key is then Flink's result.
@@ -47,6 +50,7 @@ from .translate import (
     WINDOW_BOUNDS,
     SparkQuery,
     WindowCall,
+    having_as_row_kind,
     translate_query,
     watermark_delay_ms,
 )
@@ -110,6 +114,9 @@ class SqlInsert:
     lookback_ms: int = 0
     #: ``STATEFUL``: each source's event time (its ``WATERMARK``), by source name.
     event_times: Mapping[str, EventTime] = field(default_factory=dict)
+    #: ``STATEFUL``: Spark's output mode, ``append`` (final windows) or ``update`` (changed
+    #: groups of an unbounded aggregate, into an upsert sink).
+    output_mode: str = "append"
 
     def run_query(
         self,
@@ -314,6 +321,25 @@ def _event_times(
     return times
 
 
+def _updates(
+    query: SparkQuery, sink: KafkaTableSpec, sources: Mapping[str, KafkaTableSpec]
+) -> bool:
+    """Whether the insert is one unbounded ``GROUP BY`` aggregate of insert-only sources into
+    an upsert sink, which Structured Streaming's update mode runs as Flink does."""
+    groups = [s for s in query.stateful if s[0] == "GROUP BY"]
+    others = [s for s in query.stateful if s[0] in _NOT_WITH_WINDOWS]
+    return (
+        sink.is_upsert
+        and len(groups) == 1
+        and not others
+        and not query.windows
+        and not re.search(r"\bDISTINCT\b", query.text, re.IGNORECASE)
+        and not any(
+            s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()
+        )
+    )
+
+
 def _mode(
     insert: InsertInto,
     query: SparkQuery,
@@ -513,6 +539,7 @@ def plan_flink_sql(
                 column=1,
             )
         event_times = _event_times(st, query, sources, watermarks) if windows is None else None
+        output_mode = "append"
         if event_times is not None:
             if zone and zone.strip().upper() not in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
                 raise FlinkSqlError(
@@ -524,6 +551,9 @@ def plan_flink_sql(
                 )
             mode = RunMode.STATEFUL
             query = translate_query(text, *st.query_span, streaming=True)
+        elif windows is None and _updates(query, sink, sources):
+            mode, output_mode = RunMode.STATEFUL, "update"
+            query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
         else:
             mode = _mode(st, query, sink, sources, windows)
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
@@ -553,6 +583,7 @@ def plan_flink_sql(
                 if mode == RunMode.WINDOWS
                 else 0,
                 event_times or {},
+                output_mode,
             )
         )
     targets = [i.name for i in inserts]

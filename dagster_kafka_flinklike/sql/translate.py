@@ -40,6 +40,7 @@ __all__ = [
     "WINDOW_COLUMN",
     "SparkQuery",
     "WindowCall",
+    "having_as_row_kind",
     "spark_string",
     "translate_expression",
     "translate_query",
@@ -726,6 +727,45 @@ def watermark_delay_ms(column: str, expression: str) -> int | None:
         return _QueryRewriter(tokens).interval_ms(2, len(tokens))
     except FlinkSqlError:
         return None
+
+
+def having_as_row_kind(text: str, start: int = 0, end: int | None = None) -> str:
+    """The aggregate query at ``text[start:end]`` with its top-level ``HAVING`` turned into a
+    last column, :data:`~..options.ROW_KIND`: ``'+U'`` for a group that passes it, ``'-D'``
+    for one that does not. Run in update mode, a group whose aggregate changes so that it
+    leaves the result is then deleted from an upsert sink, as Flink retracts it. Without a
+    ``HAVING``, the query as it is.
+
+    Example:
+        >>> having_as_row_kind("SELECT k FROM t GROUP BY k HAVING COUNT(*) > 1")[:50]
+        "SELECT k , CASE WHEN (COUNT(*) > 1) THEN '+U' ELSE"
+    """
+    from ..options import ROW_KIND
+
+    end = len(text) if end is None else end
+    tokens = _tokens(text, start, end)
+    depth = 0
+    found: dict[str, int] = {}
+    stop = len(tokens)
+    for at, tok in enumerate(tokens):
+        if tok.kind == SYMBOL and tok.value in "([":
+            depth += 1
+        elif tok.kind == SYMBOL and tok.value in ")]":
+            depth -= 1
+        elif depth == 0 and tok.is_word("FROM", "HAVING") and tok.value.upper() not in found:
+            found[tok.value.upper()] = at
+        elif depth == 0 and "HAVING" in found and tok.is_word("ORDER", "LIMIT", "UNION"):
+            stop = at
+            break
+    if "HAVING" not in found or "FROM" not in found:
+        return text[start:end]
+    having, source = found["HAVING"], found["FROM"]
+    condition = text[tokens[having + 1].start : tokens[stop - 1].end]
+    tail = text[tokens[stop].start : end] if stop < len(tokens) else ""
+    return (
+        f"{text[start : tokens[source].start]}, CASE WHEN ({condition}) THEN '+U' ELSE '-D' "
+        f"END AS `{ROW_KIND}` {text[tokens[source].start : tokens[having].start]}{tail}"
+    )
 
 
 def translate_expression(text: str) -> str:

@@ -33,6 +33,11 @@ def for_flink(text: str) -> str:
         "'connector' = 'kafka',\n  'properties.bootstrap.servers' = '${BOOTSTRAP}',\n"
         "  'scan.bounded.mode' = 'latest-offset',\n  'scan.watermark.emit.strategy' = 'on-event',"
     )
+    upsert = (
+        "'connector' = 'upsert-kafka',\n  'properties.bootstrap.servers' = '${BOOTSTRAP}',\n"
+        "  'scan.bounded.mode' = 'latest-offset',"
+    )
+    text = re.sub(r"'connector'\s*=\s*'upsert-kafka',", upsert, text)
     return re.sub(r"'connector'\s*=\s*'kafka',", extra, text)
 
 

@@ -163,7 +163,7 @@ def test_tumbling_windows_per_hourly_partition(
     )
 
 
-def test_upsert_aggregate_recomputes_to_flinks_totals(
+def test_an_upsert_aggregate_writes_the_changed_totals_each_run(
     kafka_bootstrap: str, new_topic: Any, resources: dict
 ) -> None:
     source, sink = new_topic(1), new_topic(1)
@@ -181,6 +181,11 @@ def test_upsert_aggregate_recomputes_to_flinks_totals(
     run(defs, resources, instance)
     send(kafka_bootstrap, source, [({"user": "bob", "amount": 3}, None)])
     run(defs, resources, instance)
+    # the second run read the new record only and wrote the one total it changed
+    assert [json.loads(m.key())["user"] for m in consume_all(kafka_bootstrap, sink, 1)][-1:] == [
+        "bob"
+    ]
+    assert len(consume_all(kafka_bootstrap, sink, 1)) == 3
     latest: dict[str, Any] = {}
     for m in consume_all(kafka_bootstrap, sink, 1):
         latest[json.loads(m.key())["user"]] = json.loads(m.value())

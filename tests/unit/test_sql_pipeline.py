@@ -147,7 +147,7 @@ def test_run_modes() -> None:
         + table("s", "upsert-kafka", columns="x INT, n BIGINT, PRIMARY KEY (x) NOT ENFORCED")
         + "INSERT INTO s SELECT x, COUNT(*) FROM t GROUP BY x;"
     )
-    assert upsert.inserts[0].mode == RunMode.RECOMPUTE
+    assert (upsert.inserts[0].mode, upsert.inserts[0].output_mode) == (RunMode.STATEFUL, "update")
     windows = plan_flink_sql(
         table("t", columns=TS) + table("s", columns=SINK) + TUMBLE.format(col="ts", size=15),
         windows=(HOUR, 0),
