@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser flink-oracle demo test lint bench bench-read bench-write bench-sensor bench-run ui clean
+.PHONY: env browser flink-oracle demo test soak lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -35,6 +35,11 @@ browser:
 
 test: env browser flink-oracle
 	$(BIN)/python -m pytest
+
+# The SIGKILL tests at full length (make test runs them CI-sized).
+soak: env flink-oracle
+	KILL_TEST_RECORDS=200000 KILL_TEST_KILLS=20 KILL_TEST_ALO_KILLS=8 KILL_TEST_STATEFUL_KILLS=10 \
+	  $(BIN)/python -m pytest -s tests/integration/test_kills.py
 
 # Apache Flink (PyFlink in its own environment, and its Kafka connector) as the tests' oracle.
 flink-oracle: env
