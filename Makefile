@@ -51,7 +51,7 @@ lint: env
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_import_graph.py
 
-bench: bench-read bench-write bench-sensor bench-run
+bench: bench-read bench-write bench-sensor bench-run bench-stateful
 
 bench-read: env
 	$(BIN)/python bench/read_bench.py
@@ -64,6 +64,9 @@ bench-sensor: env
 
 bench-run: env
 	$(BIN)/python bench/run_bench.py
+
+bench-stateful: env
+	$(BIN)/python bench/stateful_bench.py
 
 ui: env
 	DAGSTER_HOME=$(CURDIR)/.local/dagster_home $(BIN)/dagster dev -w workspace.yaml
