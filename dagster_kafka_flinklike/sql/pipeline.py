@@ -340,6 +340,16 @@ def _updates(
     )
 
 
+def _rows_that_leave(text: str) -> str | None:
+    """What makes rows leave a recomputed result (``HAVING``, a Top-N), or None."""
+    if re.search(r"\bHAVING\b", text, re.IGNORECASE):
+        return "HAVING over this query"
+    ranked = re.search(r"\b(ROW_NUMBER|RANK|DENSE_RANK)\s*\(", text, re.IGNORECASE)
+    if ranked and not re.search(r"(?<![<>!])=\s*1\b", text):
+        return f"a Top-N ({ranked.group(1).upper()} beyond the first row)"
+    return None
+
+
 def _mode(
     insert: InsertInto,
     query: SparkQuery,
@@ -397,6 +407,15 @@ def _mode(
                 f"recomputes it from the sources' start; source(s) {', '.join(moving)} start at "
                 f"'group-offsets' or 'latest-offset', which move between runs. Set "
                 f"'scan.startup.mode' to 'earliest-offset', 'timestamp' or 'specific-offsets'.",
+                line=line,
+                column=column,
+            )
+        leaving = _rows_that_leave(query.text)
+        if leaving:
+            raise FlinkSqlError(
+                f"INSERT INTO {insert.target}: {leaving}: a row can leave the result, and each "
+                f"run here rewrites the result without deleting the rows that left it, which "
+                f"would keep their old values in the upsert topic where Flink deletes them.",
                 line=line,
                 column=column,
             )

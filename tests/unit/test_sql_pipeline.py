@@ -428,3 +428,39 @@ def test_event_time_windows_refuse_another_local_time_zone() -> None:
     )
     with pytest.raises(FlinkSqlError, match="local-time-zone"):
         plan_flink_sql(script)
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (
+            "INSERT INTO s SELECT x, COUNT(*) FROM t JOIN u ON t.x = u.x GROUP BY x "
+            "HAVING COUNT(*) > 1;",
+            "HAVING over this query",
+        ),
+        (
+            "INSERT INTO s SELECT x, n FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY x "
+            "ORDER BY n DESC) AS rn FROM t) WHERE rn <= 3;",
+            "Top-N",
+        ),
+    ],
+)
+def test_recomputed_results_whose_rows_can_leave_are_refused(query: str, words: str) -> None:
+    script = (
+        table("t", columns="x INT, n INT", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("u", columns="x INT", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", "upsert-kafka", columns="x INT, n BIGINT, PRIMARY KEY (x) NOT ENFORCED")
+        + query
+    )
+    with pytest.raises(FlinkSqlError, match=words):
+        plan_flink_sql(script)
+
+
+def test_first_row_deduplication_still_recomputes() -> None:
+    script = (
+        table("t", columns="x INT, n INT", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", "upsert-kafka", columns="x INT, n BIGINT, PRIMARY KEY (x) NOT ENFORCED")
+        + "INSERT INTO s SELECT x, n FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY x "
+        "ORDER BY n) AS rn FROM t) WHERE rn = 1;"
+    )
+    assert plan_flink_sql(script).inserts[0].mode == RunMode.RECOMPUTE
