@@ -182,3 +182,52 @@ def test_an_aggregate_with_having_deletes_groups_that_leave_it_as_flink(
     expected = folded(kafka_bootstrap, theirs)
     assert set(expected) == {"a", "c"}
     assert folded(kafka_bootstrap, ours) == expected
+
+
+def test_a_python_stateful_asset_windows_a_streaming_query(
+    kafka_bootstrap: str, new_topic: Any, resources: dict, tmp_path: Any
+) -> None:
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike import EventTime, KafkaTableSpec, kafka_stateful_asset
+
+    source, sink = new_topic(1), new_topic(1)
+    orders = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": source, "format": "json",
+         "scan.startup.mode": "earliest-offset"},
+        columns=[{"name": "order_id", "type": "BIGINT"}, {"name": "channel", "type": "STRING"},
+                 {"name": "amount", "type": "INT"}, {"name": "ts", "type": "TIMESTAMP(3)"}],
+    )  # fmt: skip
+    counts = KafkaTableSpec.from_options(
+        {"connector": "kafka", "topic": sink, "format": "json"},
+        columns=[{"name": "window_start", "type": "TIMESTAMP(3)"},
+                 {"name": "channel", "type": "STRING"}, {"name": "orders", "type": "BIGINT"}],
+    )  # fmt: skip
+
+    @kafka_stateful_asset(
+        sources={"orders": orders}, sink=counts, event_times={"orders": EventTime("ts", 5000)}
+    )
+    def channel_counts(context: Any, orders: Any) -> Any:
+        window = F.window("ts", "10 seconds")
+        return (
+            orders.groupBy(window, "channel")
+            .agg(F.count(F.lit(1)).alias("orders"))
+            .select(F.col("window.start").alias("window_start"), "channel", "orders")
+        )
+
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    send(kafka_bootstrap, source, [order(1, "web", 1, 1), order(2, "web", 1, 3),
+                                   order(3, "app", 1, 8), order(4, "web", 1, 16)])  # fmt: skip
+    assert materialize([channel_counts], instance=instance, resources=resources).success
+    assert sorted((r["window_start"], r["channel"], r["orders"])
+                  for r in values(kafka_bootstrap, sink)) == [
+        ("2026-11-20 00:00:00", "app", 1), ("2026-11-20 00:00:00", "web", 2)
+    ]  # fmt: skip
+    send(kafka_bootstrap, source, [order(5, "web", 1, 2), order(6, "web", 1, 31)])
+    result = materialize([channel_counts], instance=instance, resources=resources)
+    [event] = result.get_asset_materialization_events()
+    meta = event.step_materialization_data.materialization.metadata
+    assert meta["numLateRecordsDropped"].value == 1
+    assert [(r["window_start"], r["orders"]) for r in values(kafka_bootstrap, sink)][2:] == [
+        ("2026-11-20 00:00:10", 1)
+    ]
