@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser flink-oracle demo test soak lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
+.PHONY: env browser flink-oracle demo test soak corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -35,6 +35,10 @@ browser:
 
 test: env browser flink-oracle
 	$(BIN)/python -m pytest
+
+# The whole Flink SQL corpus, here and on Apache Flink (make test runs a CI-sized part).
+corpus: env flink-oracle
+	$(BIN)/python -m tests.corpus
 
 # The SIGKILL tests at full length (make test runs them CI-sized).
 soak: env flink-oracle

@@ -1,0 +1,1 @@
+"""The Flink SQL corpus: Kafka-only jobs run here and by Apache Flink, compared (see harness)."""

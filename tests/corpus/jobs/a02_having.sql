@@ -1,0 +1,22 @@
+-- HAVING: groups leave the result.
+CREATE TABLE orders (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json'
+);
+
+CREATE TABLE out_table (
+  user_name STRING, total INT,
+  PRIMARY KEY (user_name) NOT ENFORCED
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{sink}', 'key.format' = 'json',
+  'value.format' = 'json');
+
+INSERT INTO out_table SELECT user_name, SUM(amount) FROM orders GROUP BY user_name HAVING COUNT(*) < 4;

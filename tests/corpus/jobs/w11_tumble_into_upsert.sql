@@ -1,0 +1,22 @@
+-- TUMBLE into upsert-kafka.
+CREATE TABLE orders (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json'
+);
+
+CREATE TABLE out_table (
+  window_start TIMESTAMP(3), window_end TIMESTAMP(3), channel STRING, orders BIGINT,
+  PRIMARY KEY (window_start, channel) NOT ENFORCED
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{sink}', 'key.format' = 'json',
+  'value.format' = 'json');
+
+INSERT INTO out_table SELECT window_start, window_end, channel, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, channel;
