@@ -126,10 +126,12 @@ def _instant(column: str) -> Any:
     from pyspark.sql import functions as F
 
     c = f"`{column}`"
-    return F.expr(
-        f"timestamp_micros(unix_date(CAST({c} AS DATE)) * 86400000000 + hour({c}) * 3600000000 "
-        f"+ minute({c}) * 60000000 + CAST(date_part('SECOND', {c}) * 1000000 AS BIGINT))"
+    micros = (
+        f"CAST(unix_date(CAST({c} AS DATE)) AS BIGINT) * 86400000000 "
+        f"+ CAST(hour({c}) AS BIGINT) * 3600000000 + CAST(minute({c}) AS BIGINT) * 60000000 "
+        f"+ CAST(date_part('SECOND', {c}) * 1000000 AS BIGINT)"
     )
+    return F.expr(f"timestamp_micros({micros})")
 
 
 def _fence_group(transactional_id: str, query_id: str) -> str:
