@@ -145,6 +145,29 @@ def _write_instance_config(home: Path) -> None:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
 
 
+def _kill_at_a_moment(
+    child: Child,
+    rng: random.Random,
+    markers: tuple[str, ...],
+    longest_s: float,
+    counts: Counter[str],
+) -> None:
+    """SIGKILL ``child`` at a moment drawn from ``markers`` (a log line, or ``time``: up to
+    ``longest_s`` after its start); count the kill, or how the child ended before it."""
+    moment = rng.choice(markers)
+    if moment == "time":
+        reached = True
+        time.sleep(rng.uniform(1.0, longest_s))
+    else:
+        reached = child.wait_for(moment, CHILD_TIMEOUT_S)
+        time.sleep(rng.uniform(0.0, 0.05))
+    if reached and child.kill():
+        counts["killed"] += 1
+        counts[f"killed at {moment}"] += 1
+    else:
+        counts["completed" if child.finish() == 0 else "failed"] += 1
+
+
 def _run_with_kills(
     bootstrap: str, new_topic, tmp_path: Path, guarantee: str, kills_wanted: int
 ) -> tuple[Counter[int], dict[str, int]]:
@@ -165,20 +188,8 @@ def _run_with_kills(
             count = per_slice if rounds < slices else RECORDS - produced
             _produce_slice(bootstrap, source, produced, count)
             produced += count
-        child = Child(args, home)
-        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS)
-        if moment == "time":
-            reached = True
-            time.sleep(rng.uniform(1.0, 14.0))
-        else:
-            reached = child.wait_for(moment, CHILD_TIMEOUT_S)
-            time.sleep(rng.uniform(0.0, 0.05))
-        if reached and child.kill():
-            counts["killed"] += 1
-            counts[f"killed at {moment}"] += 1
-        else:
-            code = child.finish()
-            counts["completed" if code == 0 else "failed"] += 1
+        markers = ("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS
+        _kill_at_a_moment(Child(args, home), rng, markers, 14.0, counts)
     if produced < RECORDS:
         _produce_slice(bootstrap, source, produced, RECORDS - produced)
     # Drain: unkilled runs until one succeeds (the input is complete, so one success drains it).
@@ -257,18 +268,7 @@ def test_a_stateful_exactly_once_asset_survives_sigkill(
         counts["rounds"] += 1
         produce(400)
         child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
-        moment = rng.choice(("time", *EOS_MARKERS))
-        if moment == "time":
-            reached = True
-            time.sleep(rng.uniform(2.0, 20.0))
-        else:
-            reached = child.wait_for(moment, CHILD_TIMEOUT_S)
-            time.sleep(rng.uniform(0.0, 0.05))
-        if reached and child.kill():
-            counts["killed"] += 1
-            counts[f"killed at {moment}"] += 1
-        else:
-            counts["completed" if child.finish() == 0 else "failed"] += 1
+        _kill_at_a_moment(child, rng, ("time", *EOS_MARKERS), 20.0, counts)
     produce(400)
     child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
     assert child.finish() == 0, child.tail()
