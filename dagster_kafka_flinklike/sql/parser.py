@@ -21,6 +21,7 @@ from ..options import (
 )
 from .lexer import EOF, IDENT, QIDENT, STRING, SYMBOL, Token, tokenize
 from .queries import query_sources
+from .reserved import RESERVED_WORDS
 from .statements import CreateTable, CreateView, InsertInto, SetOption, Statement, Watermark
 from .translate import translate_query
 
@@ -99,6 +100,12 @@ class _Parser:
     def ident(self, what: str = "an identifier") -> str:
         if self.tok.kind not in (IDENT, QIDENT):
             raise self.error(f"expected {what} but found {self.found()}")
+        if self.tok.kind == IDENT and self.tok.value.upper() in RESERVED_WORDS:
+            word = self.tok.value
+            raise self.error(
+                f"expected {what} but found {word.upper()}, a reserved word of Flink SQL: "
+                f"quote it (`{word}`), as Flink requires"
+            )
         return self.advance().value
 
     def qualified_name(self) -> tuple[str, ...]:

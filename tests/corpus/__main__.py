@@ -63,12 +63,19 @@ def main(names: list[str]) -> int:
         "silently_different": counts["different"],
         **{
             status: counts[status]
-            for status in ("same", "refused", "refused-ours", "different", "failed")
+            for status in (
+                "same",
+                "refused",
+                "refused-ours",
+                "flink-refuses",
+                "different",
+                "failed",
+            )
         },
         "outcomes": {o.job: o.status for o in outcomes},
     }
     print(json.dumps(summary), flush=True)
-    return 1 if counts["different"] or counts["failed"] else 0
+    return 1 if counts["different"] or counts["failed"] or counts["flink-refuses"] else 0
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ and compares:
 - ``upsert-kafka`` sinks after folding by key (tombstones delete).
 
 Each job ends as ``same`` (our sink equals Flink's), ``refused`` (we refuse it and Flink refuses
-it too), ``refused-ours`` (we refuse a job Flink runs: the reason is ours), or ``different``
-(a silently different result: a defect). ``python -m tests.corpus`` runs all of them and prints
+it too), ``refused-ours`` (we refuse a job Flink runs: the reason is ours), ``flink-refuses``
+(we run a job Flink refuses), ``failed`` (our run failed) or ``different`` (a silently different
+result: a defect). ``python -m tests.corpus`` runs all of them and prints
 the figures, the last line JSON.
 """
 
@@ -158,7 +159,10 @@ def run_job(
             if not result.success:
                 failure = result.get_step_failure_events()[0].step_failure_data.error
                 return Outcome(name, "failed", failure.message.splitlines()[0] if failure else "")
-    oracle.run(for_flink(script(theirs)), bootstrap=bootstrap)
+    try:
+        oracle.run(for_flink(script(theirs)), bootstrap=bootstrap)
+    except FlinkOracleError as exc:
+        return Outcome(name, "flink-refuses", str(exc).splitlines()[-1])
     mine, flink = (_result(bootstrap, t, upsert, closed) for t in (ours, theirs))
     if mine == flink:
         return Outcome(name, "same", f"{len(mine)} record(s)")

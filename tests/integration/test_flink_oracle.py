@@ -104,3 +104,11 @@ def test_an_insert_maps_columns_by_position_and_casts_as_flink(
     expected = values(kafka_bootstrap, theirs)
     assert [r["whole"] for r in expected] == [7, 12, -3, 0]  # Flink ran the job
     assert values(kafka_bootstrap, ours) == expected
+
+
+def test_the_reserved_words_are_flinks(oracle: Any) -> None:
+    from dagster_kafka_flinklike.sql.reserved import RESERVED_WORDS
+
+    keywords = oracle.parser_keywords()
+    assert len(keywords) > 500
+    assert set(oracle.reserved(keywords)) == RESERVED_WORDS

@@ -88,6 +88,41 @@ class FlinkOracle:
             )
         return [json.loads(line) for line in lines]
 
+    def reserved(self, words: list[str], *, timeout_s: float = 600) -> list[str]:
+        """The ``words`` Flink's parser refuses as an unquoted table name (and takes quoted)."""
+        with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
+            path = Path(tmp) / "words.txt"
+            path.write_text("\n".join(words) + "\n", encoding="utf-8")
+            done = subprocess.run(
+                [str(self.python), str(_JOB), "--reserved", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=self._env(tmp),
+                cwd=tmp,
+            )
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+            raise FlinkOracleError(f"Flink failed the words (exit {done.returncode}):\n{tail}")
+        return [line.strip() for line in done.stdout.splitlines() if line.strip().isupper()]
+
+    def parser_keywords(self) -> list[str]:
+        """Every keyword of Flink's SQL parser (the token names its planner jar declares)."""
+        import io
+        import re
+        import zipfile
+
+        lib = self.python.parent.parent.glob("lib/python*/site-packages/pyflink/lib")
+        [jar] = [j for d in lib for j in d.glob("flink-table-planner-loader-*.jar")]
+        with zipfile.ZipFile(jar) as loader:
+            inner = next(n for n in loader.namelist() if n.endswith(".jar"))
+            with zipfile.ZipFile(io.BytesIO(loader.read(inner))) as planner:
+                constants = next(
+                    n for n in planner.namelist() if n.endswith("FlinkSqlParserImplConstants.class")
+                )
+                data = planner.read(constants)
+        return sorted({w.decode() for w in re.findall(rb'"([A-Z][A-Z0-9_]*)"', data)})
+
     @staticmethod
     def _env(tmp: str) -> dict[str, str]:
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "FLINK_LOG_DIR": tmp}

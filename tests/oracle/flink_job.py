@@ -82,7 +82,31 @@ def evaluate(expressions_file: str) -> int:
     return 0
 
 
+def reserved(words_file: str) -> int:
+    """Print each word of ``words_file`` (one a line) that Flink's parser refuses as a table
+    name unless it is quoted: ``CREATE TEMPORARY VIEW word AS SELECT 1`` fails to parse while
+    the quoted name parses."""
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    with open(words_file, encoding="utf-8") as f:
+        words = [line.strip() for line in f if line.strip()]
+    for word in words:
+        try:
+            env.execute_sql(f"CREATE TEMPORARY VIEW {word} AS SELECT 1")
+            env.execute_sql(f"DROP TEMPORARY VIEW {word}")
+        except Exception as exc:  # refused unquoted: reserved if the quoted name is fine
+            if "SqlParseException" not in str(exc) and "parse" not in str(exc).lower():
+                continue
+            env.execute_sql(f"CREATE TEMPORARY VIEW `{word}` AS SELECT 1")
+            env.execute_sql(f"DROP TEMPORARY VIEW `{word}`")
+            print(word, flush=True)
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--evaluate":
         sys.exit(evaluate(sys.argv[2]))
+    if sys.argv[1] == "--reserved":
+        sys.exit(reserved(sys.argv[2]))
     sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -464,3 +464,18 @@ def test_first_row_deduplication_still_recomputes() -> None:
         "ORDER BY n) AS rn FROM t) WHERE rn = 1;"
     )
     assert plan_flink_sql(script).inserts[0].mode == RunMode.RECOMPUTE
+
+
+@pytest.mark.parametrize(
+    ("ddl", "word"),
+    [
+        ("CREATE TABLE views (a INT) WITH ('connector' = 'datagen');", "VIEWS"),
+        (
+            "CREATE TABLE t (a INT, `user` STRING, value INT) WITH ('connector' = 'datagen');",
+            "VALUE",
+        ),
+    ],
+)
+def test_reserved_words_as_names_are_refused_unless_quoted(ddl: str, word: str) -> None:
+    with pytest.raises(FlinkSqlError, match=f"found {word}, a reserved word"):
+        plan_flink_sql(ddl)

@@ -14,7 +14,7 @@ CREATE TABLE orders (
 );
 
 CREATE TABLE out_table (
-  order_id BIGINT, running INT
+  order_id BIGINT, running_total INT
 ) WITH ('connector' = 'kafka', 'topic' = '{sink}', 'format' = 'json');
 
 INSERT INTO out_table SELECT order_id, SUM(amount) OVER (PARTITION BY channel ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM orders;

@@ -14,7 +14,7 @@ CREATE TABLE orders (
 );
 
 CREATE TABLE out_table (
-  order_id BIGINT, label STRING, initial STRING, n INT
+  order_id BIGINT, label STRING, first_letter STRING, n INT
 ) WITH ('connector' = 'kafka', 'topic' = '{sink}', 'format' = 'json');
 
 INSERT INTO out_table SELECT order_id, CONCAT(UPPER(channel), '-', user_name), SUBSTRING(user_name FROM 1 FOR 1), CHAR_LENGTH(user_name) FROM orders;
