@@ -252,8 +252,8 @@ def _event_times(
     declared = {name: w for name, w in watermarks.items() if name in sources}
     rowtimes = {_bare(w.column) for w in declared.values()}
     on_rowtime = [w for w in query.windows if _bare(w.time_column) in rowtimes]
-    if not on_rowtime:
-        return None
+    if not on_rowtime or not any(s[0] == "GROUP BY" for s in query.stateful):
+        return None  # (window assignment alone maps each record on its own)
     first = on_rowtime[0]
 
     def refuse(reason: str, line: int = first.line, column: int = first.column) -> FlinkSqlError:

@@ -98,6 +98,26 @@ def table_references(tokens: list[Token]) -> list[tuple[str, int, int]]:
     return found
 
 
+def joins_without_join(tokens: list[Token]) -> list[Token]:
+    """Joins not written with ``JOIN``: each ``,`` between the tables of a ``FROM`` list (a
+    comma join, e.g. Flink's interval join ``FROM a, b WHERE a.ts BETWEEN ...``) and each
+    ``IN`` / ``EXISTS`` over a subquery (a semi-join). Like ``JOIN``, they keep both sides."""
+
+    def semi_join(i: int) -> bool:
+        return (
+            tokens[i].is_word("IN", "EXISTS")
+            and i + 2 < len(tokens)
+            and _symbol(tokens[i + 1], "(")
+            and tokens[i + 2].is_word("SELECT", "WITH")
+        )
+
+    return [
+        tok
+        for i, tok in enumerate(tokens)
+        if (_symbol(tok, ",") and _in_from_list(tokens, i)) or semi_join(i)
+    ]
+
+
 def _in_from_list(tokens: list[Token], comma: int) -> bool:
     """True when the ',' at ``comma`` separates tables of a FROM clause (same nesting level)."""
     depth = 0

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..errors import FlinkSqlError, KafkaOptionsError
 from ..options import parse_flink_type, top_level_spans
 from .lexer import EOF, IDENT, NUMBER, QIDENT, STRING, SYMBOL, Token, tokenize
-from .queries import table_references
+from .queries import joins_without_join, table_references
 
 __all__ = [
     "WINDOW_BOUNDS",
@@ -704,7 +704,9 @@ def translate_query(
     end = len(text) if end is None else end
     rewriter = _QueryRewriter(_tokens(text, start, end), streaming)
     spark = rewriter.sql(0, len(rewriter.tokens))
-    return SparkQuery(spark, tuple(rewriter.stateful), tuple(rewriter.windows))
+    joins = [("JOIN", t.line, t.column) for t in joins_without_join(rewriter.tokens)]
+    stateful = sorted([*rewriter.stateful, *joins], key=lambda s: (s[1], s[2]))
+    return SparkQuery(spark, tuple(stateful), tuple(rewriter.windows))
 
 
 def watermark_delay_ms(column: str, expression: str) -> int | None:

@@ -479,3 +479,35 @@ def test_first_row_deduplication_still_recomputes() -> None:
 def test_reserved_words_as_names_are_refused_unless_quoted(ddl: str, word: str) -> None:
     with pytest.raises(FlinkSqlError, match=f"found {word}, a reserved word"):
         plan_flink_sql(ddl)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "INSERT INTO s SELECT t.x FROM t, u WHERE t.x = u.x;",
+        "INSERT INTO s SELECT x FROM t WHERE x IN (SELECT x FROM u);",
+        "INSERT INTO s SELECT x FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x = t.x);",
+    ],
+)
+def test_joins_not_written_with_join_keep_state(query: str) -> None:
+    script = table("t") + table("u") + table("s") + query
+    with pytest.raises(FlinkSqlError, match="keeps state \\(JOIN\\)"):
+        plan_flink_sql(script)
+
+
+def test_commas_of_function_calls_and_select_lists_are_not_joins() -> None:
+    script = (
+        table("t") + table("s") + "INSERT INTO s SELECT COALESCE(x, 1) FROM t WHERE x IN (1, 2);"
+    )
+    assert plan_flink_sql(script).inserts[0].mode == RunMode.INCREMENTAL
+
+
+def test_window_assignment_without_aggregation_stays_incremental() -> None:
+    query = (
+        "INSERT INTO s SELECT window_start, x FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
+        "INTERVAL '1' MINUTE));"
+    )
+    [insert] = plan_flink_sql(
+        table("t", columns=ROWTIME) + table("s", columns=SINK) + query
+    ).inserts
+    assert insert.mode == RunMode.INCREMENTAL
