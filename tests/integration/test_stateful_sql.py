@@ -231,3 +231,25 @@ def test_a_python_stateful_asset_windows_a_streaming_query(
     assert [(r["window_start"], r["orders"]) for r in values(kafka_bootstrap, sink)][2:] == [
         ("2026-11-20 00:00:10", 1)
     ]
+
+
+def test_disorder_beyond_the_delay_within_one_run_is_counted_a_known_difference(
+    kafka_bootstrap: str, new_topic: Any, resources: dict, tmp_path: Any
+) -> None:
+    """docs/flink-sql.md: the watermark moves per micro-batch. Within one run's input, a record
+    more than the delay behind the newest one is still counted when its window was open at the
+    run's start; Flink, whose watermark moves per record, drops it (16 s, then 4 s: its
+    watermark is 11 s when 4 s arrives, and [0 s, 10 s) has fired)."""
+    source, sink = new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("tumble_event_time.sql", source, sink))
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    send(kafka_bootstrap, source, [order(1, "web", 10, 1), order(2, "web", 5, 16),
+                                   order(3, "web", 7, 4)])  # fmt: skip
+    meta = materialize_all(defs, resources, instance)["revenue"]
+    assert meta["numLateRecordsDropped"] == 0
+    [window] = values(kafka_bootstrap, sink)
+    assert (window["window_start"], window["orders"], window["amount"]) == (
+        "2026-11-20 00:00:00",
+        2,
+        17,  # Flink: 1 order, 10
+    )
