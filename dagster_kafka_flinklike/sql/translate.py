@@ -532,8 +532,9 @@ class _QueryRewriter:
         return value
 
     def json_object(self, name_at: int, args: list[Span]) -> str:
-        """``JSON_OBJECT(KEY k VALUE v, ... [ABSENT|NULL ON NULL])`` as ``to_json``."""
-        pairs: list[str] = []
+        """``JSON_OBJECT(KEY k VALUE v, ... [ABSENT|NULL ON NULL])`` as ``to_json``, its keys in
+        Flink's order (sorted, where they are literals)."""
+        entries: list[tuple[str | None, str, str]] = []
         keep_nulls = True
         for start, stop in args:
             toks = self.tokens[start:stop]
@@ -551,7 +552,12 @@ class _QueryRewriter:
             )
             if value_at < 0:
                 raise self.error("expected KEY 'name' VALUE expression", self.tokens[start])
-            pairs += [self.sql(start, value_at), self.sql(value_at + 1, stop)]
+            key = self.tokens[start] if value_at == start + 1 else None
+            literal = key.value if key is not None and key.kind == STRING else None
+            entries.append((literal, self.sql(start, value_at), self.sql(value_at + 1, stop)))
+        if all(literal is not None for literal, _, _ in entries):  # Flink orders the keys
+            entries.sort(key=lambda entry: entry[0] or "")
+        pairs = [part for _, key_sql, value_sql in entries for part in (key_sql, value_sql)]
         options = "" if not keep_nulls else ", map('ignoreNullFields', 'false')"
         return f"to_json(named_struct({', '.join(pairs)}){options})"
 

@@ -51,8 +51,8 @@ def main(names: list[str]) -> int:
             outcome = run_job(path, bootstrap, oracle, resources, new_topic)
             counts[outcome.status] += 1
             outcomes.append(outcome)
-            first = outcome.detail.splitlines()[0][:160] if outcome.detail else ""
-            print(f"{outcome.job}: {outcome.status} {first}", flush=True)
+            shown = outcome.detail if outcome.status == "different" else outcome.detail[:160]
+            print(f"{outcome.job}: {outcome.status} {shown}", flush=True)
     finally:
         if broker is not None:
             broker.stop()

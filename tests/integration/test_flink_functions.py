@@ -41,6 +41,9 @@ EXPRESSIONS = [
     "JSON_VALUE('{\"a\":{\"b\":[5]}}', '$.a.b[0]')",
     "JSON_VALUE('nope', '$.a')",
     "JSON_VALUE('{\"a\":7}', '$.a' RETURNING INT)",
+    # JSON_OBJECT writes its keys sorted (found by the corpus, s12_json_object)
+    "JSON_OBJECT('c' VALUE 1, 'a' VALUE 2, 'zz' VALUE 'x', 'b' VALUE 4, 'aa' VALUE 5)",
+    "JSON_OBJECT(KEY 'name' VALUE 'x', KEY 'age' VALUE CAST(NULL AS INT) ABSENT ON NULL)",
 ]
 
 
