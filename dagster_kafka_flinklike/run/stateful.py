@@ -59,6 +59,11 @@ __all__ = [
 _log = logging.getLogger(__name__)
 #: The prefix of each source's observed metrics in the query's progress.
 _INPUT = "dkf_input_"
+_EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+_PUSH_DOWN_FILTERS = ",".join(
+    f"org.apache.spark.sql.catalyst.optimizer.{rule}"
+    for rule in ("PushDownPredicates", "PushPredicateThroughNonJoin")
+)
 #: Marks the message of a record that failed a strict format, raised inside a task.
 _DIRTY = "DKF_DIRTY_RECORD"
 
@@ -347,25 +352,35 @@ def run_stateful_query(
     from pyspark.errors import StreamingQueryException
 
     clients = clients or KafkaClients()
-    frames = {name: stream_table(spark, table, when) for name, (table, when) in sources.items()}
-    result = query(frames)
+    # Spark pushes a filter that does not read the event time below the watermark, which then
+    # follows only the rows that pass it; Flink's follows every row of the source. Filters stay
+    # above the watermark while the query runs (its micro-batches are planned meanwhile).
+    excluded = spark.conf.get(_EXCLUDED_RULES, None)
+    rules = [r for r in (excluded or "").split(",") if r.strip()]
+    spark.conf.set(_EXCLUDED_RULES, ",".join([*rules, _PUSH_DOWN_FILTERS]))
     writer = BatchWriter(sink, asset_name, clients, log)
-    started = time.monotonic()
-    stream = (
-        result.writeStream.outputMode(output_mode)
-        .foreachBatch(writer)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .queryName(f"dkf_{asset_name}_{threading.get_ident()}")
-    )
-    handle = stream.start()
-    writer.started(str(handle.id))
     try:
+        frames = {n: stream_table(spark, table, when) for n, (table, when) in sources.items()}
+        result = query(frames)
+        started = time.monotonic()
+        stream = (
+            result.writeStream.outputMode(output_mode)
+            .foreachBatch(writer)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .queryName(f"dkf_{asset_name}_{threading.get_ident()}")
+        )
+        handle = stream.start()
+        writer.started(str(handle.id))
         handle.awaitTermination()
     except StreamingQueryException as exc:
         raise _failure(exc, asset_name) from None
     finally:
         writer.close()
+        if excluded is None:
+            spark.conf.unset(_EXCLUDED_RULES)
+        else:
+            spark.conf.set(_EXCLUDED_RULES, excluded)
     progress = [
         json.loads(p.json) if hasattr(p, "json") else dict(p) for p in handle.recentProgress
     ]
