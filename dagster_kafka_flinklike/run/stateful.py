@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeserializationError, KafkaConnectorError
-from ..options import DeliveryGuarantee, EventTime
+from ..options import EventTime
 from ..source.offsets import TopicPartition
 from ..source.records import (
     ERROR,
@@ -42,7 +42,7 @@ from ..source.records import (
 )
 from ..source.stream import stream_frame
 from .tables import KafkaClients, ResolvedTable
-from .write import open_transaction, write_table
+from .write import is_exactly_once, open_transaction, write_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -171,15 +171,10 @@ class BatchWriter:
         self._query_id = query_id
         self._started.set()
 
-    @property
-    def exactly_once(self) -> bool:
-        """Whether each batch commits in a transaction with its fence."""
-        return self.sink.spec.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
-
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         if not self._started.wait(timeout=60):
             raise KafkaConnectorError("The streaming query never reported its id.")
-        if not self.exactly_once:
+        if not is_exactly_once(self.sink):
             self.written[batch_id] = write_table(self.sink, frame, self.clients, self.log).records
             return
         if self._transaction is None:

@@ -511,3 +511,10 @@ def test_window_assignment_without_aggregation_stays_incremental() -> None:
         table("t", columns=ROWTIME) + table("s", columns=SINK) + query
     ).inserts
     assert insert.mode == RunMode.INCREMENTAL
+
+
+def test_an_event_time_window_over_a_changelog_source_is_refused() -> None:
+    source = table("t", "upsert-kafka", columns=ROWTIME + ", PRIMARY KEY (x) NOT ENFORCED")
+    query = WINDOWED.format(fn="TUMBLE", more="")
+    with pytest.raises(FlinkSqlError, match="source t is a changelog"):
+        plan_flink_sql(source + table("s", columns=SINK) + query)
