@@ -41,6 +41,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark_connect)
 
 
+#: Tests write records stamped with fixed dates that the calendar overtakes; under the
+#: default 7-day retention the broker's periodic check would delete them mid-test. The
+#: session's brokers are thrown away, so they keep everything (a topic may still set its own).
+KEEP_EVERYTHING = {"log.retention.ms": "-1"}
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Bootstrap servers of the session's Kafka: ``$KAFKA_BOOTSTRAP_SERVERS`` or embedded."""
@@ -48,7 +54,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if env:
         yield env
         return
-    broker = EmbeddedKafka(Path(tmp_path_factory.mktemp("kafka")))
+    broker = EmbeddedKafka(Path(tmp_path_factory.mktemp("kafka")), extra_properties=KEEP_EVERYTHING)
     # Generous: the very first run also downloads Kafka (not counted) and a busy 2-core CI
     # machine can take much longer than the usual few seconds to start a JVM.
     bootstrap = broker.start(timeout=180)
@@ -157,6 +163,7 @@ def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedK
     broker = EmbeddedKafka(
         Path(tmp_path_factory.mktemp("kafka-small-txn")),
         extra_properties={
+            **KEEP_EVERYTHING,
             "transaction.max.timeout.ms": str(SMALL_MAX_TIMEOUT_MS),
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         },
@@ -197,13 +204,16 @@ def new_topic(admin: AdminClient, request: pytest.FixtureRequest) -> NewTopicFac
     """Factory ``new_topic(partitions=3, config=None) -> name`` creating a unique, ready topic.
 
     Topics are named after the test and never deleted (the session broker is thrown away).
+    They keep every record (``retention.ms=-1`` unless ``config`` says otherwise), also on
+    a broker given by ``$KAFKA_BOOTSTRAP_SERVERS``.
     """
 
     def create(partitions: int = 3, config: Mapping[str, str] | None = None) -> str:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:150]
         name = f"{stem}-{uuid.uuid4().hex[:8]}"
         futures = admin.create_topics(
-            [NewTopic(name, partitions, 1, config=dict(config or {}))], operation_timeout=30
+            [NewTopic(name, partitions, 1, config={"retention.ms": "-1", **(config or {})})],
+            operation_timeout=30,
         )
         futures[name].result(timeout=60)
         wait_for_topic(admin, name, partitions)
