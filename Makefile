@@ -33,8 +33,9 @@ browser:
 	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
 	  'apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)'
 
+# The slowest tests are listed at the end, so that CI's output shows where its time goes.
 test: env browser flink-oracle
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
 # The whole Flink SQL corpus, here and on Apache Flink (make test runs a CI-sized part).
 corpus: env flink-oracle
