@@ -23,6 +23,7 @@ def main(names: list[str]) -> int:
     from dagster_kafka_flinklike import KafkaResource, SparkResource
     from dagster_kafka_flinklike.local import EmbeddedKafka
     from dagster_kafka_flinklike.spark import local_spark_config
+    from tests.conftest import KEEP_EVERYTHING
     from tests.corpus.harness import jobs, run_job
     from tests.oracle import flink_oracle
 
@@ -31,13 +32,17 @@ def main(names: list[str]) -> int:
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not bootstrap:
-        broker = EmbeddedKafka(Path(tempfile.mkdtemp(prefix="dkf-corpus-kafka-")))
+        broker = EmbeddedKafka(
+            Path(tempfile.mkdtemp(prefix="dkf-corpus-kafka-")), extra_properties=KEEP_EVERYTHING
+        )
         bootstrap = broker.start(timeout=180)
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def new_topic(partitions: int = 1) -> str:
         name = f"corpus-{uuid.uuid4().hex[:10]}"
-        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+        # Fixed event times: keep every record, whatever the calendar says.
+        topic = NewTopic(name, partitions, 1, config={"retention.ms": "-1"})
+        admin.create_topics([topic])[name].result(30)
         return name
 
     resources = {
