@@ -13,8 +13,9 @@ runs give Flink's result (:class:`RunMode`):
   of the windows that end in it, as Flink does when the watermark passes. Hopping windows
   begin up to ``size - slide`` before the partition that holds their end, so a run reads that
   much earlier too (:attr:`SqlInsert.lookback_ms`).
-- ``STATEFUL``: an event-time window aggregation (``TUMBLE``, ``HOP``, as table functions or
-  group windows) on a source's ``WATERMARK`` column, without time partitions: each run is one
+- ``STATEFUL``: an event-time window aggregation (``TUMBLE``, ``HOP``, ``CUMULATE`` as table
+  functions, ``TUMBLE``, ``HOP`` as group windows) on a source's ``WATERMARK`` column, without
+  time partitions: each run is one
   ``Trigger.AvailableNow`` run of a Spark Structured Streaming query (:mod:`..run.stateful`)
   that keeps the windows' state and the watermark in its checkpoint and emits each window once
   the watermark passes it, as Flink does; records behind the watermark are dropped as late.
@@ -270,14 +271,6 @@ def _event_times(
             column,
         )
     for w in query.windows:
-        if w.kind == "CUMULATE":
-            raise refuse(
-                "CUMULATE on event time: Spark Structured Streaming would emit a cumulating "
-                "window's early steps only when the whole window closes, not as the watermark "
-                "passes each step as Flink does. Use TUMBLE with the step's size, or HOP.",
-                w.line,
-                w.column,
-            )
         if _bare(w.time_column) not in rowtimes:
             raise refuse(
                 f"{w.kind}'s time column {w.time_column} is not a time attribute: declare a "
@@ -285,10 +278,11 @@ def _event_times(
                 w.line,
                 w.column,
             )
-    if re.search(r"\bDISTINCT\b", query.text, re.IGNORECASE):
+    distinct = _distinct_aggregate(query.text)
+    if distinct:
         raise refuse(
-            "a DISTINCT aggregate in an event-time window: Spark Structured Streaming has no "
-            "distinct aggregation."
+            f"{distinct}(DISTINCT ...) in an event-time window: Spark Structured Streaming has "
+            f"no distinct aggregation (COUNT(DISTINCT ...) runs, as the size of a set)."
         )
     times: dict[str, EventTime] = {}
     for name, spec in sources.items():
@@ -321,6 +315,15 @@ def _event_times(
     return times
 
 
+def _distinct_aggregate(text: str) -> str | None:
+    """The first aggregate over ``DISTINCT`` values but ``COUNT``, which Structured Streaming
+    runs (see :func:`.translate.translate_query`), or None."""
+    for match in re.finditer(r"\b(\w+)\s*\(\s*DISTINCT\b", text, re.IGNORECASE):
+        if match.group(1).upper() != "COUNT":
+            return match.group(1).upper()
+    return None
+
+
 def _updates(
     query: SparkQuery, sink: KafkaTableSpec, sources: Mapping[str, KafkaTableSpec]
 ) -> bool:
@@ -333,7 +336,7 @@ def _updates(
         and len(groups) == 1
         and not others
         and not query.windows
-        and not re.search(r"\bDISTINCT\b", query.text, re.IGNORECASE)
+        and not _distinct_aggregate(query.text)
         and not any(
             s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()
         )

@@ -354,11 +354,29 @@ class _QueryRewriter:
         args = self.arguments(name_at + 2, close_at)
         if name in AGGREGATES:
             self.stateful.append((name, self.tokens[name_at].line, self.tokens[name_at].column))
+        if (
+            name == "COUNT"
+            and self.streaming
+            and args
+            and self.tokens[args[0][0]].is_word("DISTINCT")
+        ):
+            return self.count_distinct(args)
         handler = _HANDLERS.get(name)
         if handler is not None:
             return handler(self, name_at, args)
         rename = FUNCTIONS.get(name, self.tokens[name_at].text)
         return f"{rename}({', '.join(self.sql(*arg) for arg in args)})"
+
+    def count_distinct(self, args: list[Span]) -> str:
+        """``COUNT(DISTINCT a[, b ...])`` for Structured Streaming, which has no distinct
+        aggregate: the size of the set of the non-NULL values (or of the rows of values none of
+        which is NULL), which is what Flink counts. The set is the group's state, as in Flink."""
+        first = (args[0][0] + 1, args[0][1])
+        values = [self.sql(*arg) for arg in (first, *args[1:])]
+        if len(values) == 1:
+            return f"size(collect_set({values[0]}))"
+        present = " AND ".join(f"({v}) IS NOT NULL" for v in values)
+        return f"size(collect_set(CASE WHEN {present} THEN struct({', '.join(values)}) END))"
 
     # -- rewrites: each takes the position of the function's name and its arguments --------
     def cast(self, name_at: int, args: list[Span]) -> str:
@@ -645,6 +663,8 @@ def _window_subquery(
             f"__dkf_w.start AS window_start, __dkf_w.end AS window_end FROM (SELECT struct(*) "
             f"AS __dkf_r, {w} AS __dkf_w FROM {data})){where})"
         )
+    if streaming:
+        return _cumulate_streaming(data, column, size, step, offset)
     # CUMULATE: windows [start, start + k * step) for every k whose end is past the row's time.
     w = _spark_window(column, size, size, offset)
     return (
@@ -653,6 +673,30 @@ def _window_subquery(
         f"AS window_end FROM (SELECT struct(*) AS __dkf_r, {w}.start AS __dkf_ws FROM {data}) "
         f"LATERAL VIEW explode(sequence(CAST(floor(timestampdiff(MICROSECOND, __dkf_ws, "
         f"__dkf_r.{column}) / {step * 1000}) AS INT) + 1, {size // step})) __dkf_s AS __dkf_k))"
+    )
+
+
+def _cumulate_streaming(data: str, column: str, size: int, step: int, offset: int) -> str:
+    """``CUMULATE`` for Structured Streaming, whose time column is an instant (``TIMESTAMP``).
+
+    Each cumulating window ``[start, start + k * step)`` is the hopping window of the full size
+    that ends where it ends, ``[start + k * step - size, start + k * step)``: Spark's sliding
+    ``window`` (which carries the watermark, so that each step is emitted once the watermark
+    passes its end, as Flink fires it) generates those, and a row keeps the ones whose
+    cumulating period (the ``size``-aligned instant inside the hopping window) began at or
+    before its time. The period's start is ``window_start``.
+    """
+    w = _spark_window(column, size, step, offset % step)
+    size_us, offset_us = size * 1000, offset * 1000
+    start_us = f"unix_micros({WINDOW_COLUMN}.start)"
+    to_period = f"pmod({offset_us} - {start_us}, {size_us})"
+    time = "window_end - INTERVAL '0.001' SECOND AS window_time"
+    return (
+        f"(SELECT __dkf_r.*, window_start, window_end, {time}, {WINDOW_COLUMN} FROM "
+        f"(SELECT __dkf_r, {WINDOW_COLUMN}, timestamp_micros({start_us} + {to_period}) AS "
+        f"window_start, {WINDOW_COLUMN}.end AS window_end FROM (SELECT struct(*) AS __dkf_r, "
+        f"{w} AS {WINDOW_COLUMN} FROM {data}) WHERE {to_period} <= "
+        f"timestampdiff(MICROSECOND, {WINDOW_COLUMN}.start, __dkf_r.{column})))"
     )
 
 

@@ -119,7 +119,7 @@ def test_hopping_and_group_windows_in_a_statement_set_write_what_flink_writes(
     tmp_path: Any,
 ) -> None:
     source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
-    create_topics(admin, f"{ours}-legacy", f"{theirs}-legacy")
+    create_topics(admin, *(f"{t}-{s}" for t in (ours, theirs) for s in ("legacy", "cumulate")))
     defs = build_flink_sql_definitions(script("hop_and_group_window_event_time.sql", source, ours))
     instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
     send(kafka_bootstrap, source, [
@@ -144,6 +144,17 @@ def test_hopping_and_group_windows_in_a_statement_set_write_what_flink_writes(
     legacy_key = lambda r: r["w_start"]  # noqa: E731
     assert sorted(values(kafka_bootstrap, f"{ours}-legacy"), key=legacy_key) == sorted(
         legacy, key=legacy_key
+    )
+    # cumulating windows: each step is emitted as the watermark passes its end; the late click
+    # (8 s) misses the closed step [0 s, 10 s) and counts in [0 s, 15 s) and [0 s, 20 s)
+    cumulate = closed(values(kafka_bootstrap, f"{theirs}-cumulate"), watermark)
+    window = lambda r: (r["window_start"], r["window_end"])  # noqa: E731
+    assert [window(r) for r in sorted(cumulate, key=window)] == [
+        (f"2026-11-20 00:00:{a:02}", f"2026-11-20 00:00:{b:02}")
+        for a, b in [(0, 5), (0, 10), (0, 15), (0, 20), (20, 30), (20, 35), (20, 40)]
+    ]
+    assert sorted(values(kafka_bootstrap, f"{ours}-cumulate"), key=window) == sorted(
+        cumulate, key=window
     )
 
 

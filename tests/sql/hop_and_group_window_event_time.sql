@@ -1,4 +1,5 @@
--- Hopping windows (a table function) and a legacy group window on event time, one statement set.
+-- Hopping windows (a table function), a legacy group window and cumulating windows with a
+-- distinct count, on event time, one statement set.
 CREATE TABLE clicks (
   user_name STRING,
   url STRING,
@@ -25,6 +26,13 @@ CREATE TABLE minute_urls (
   urls BIGINT
 ) WITH ('connector' = 'kafka', 'topic' = '{sink}-legacy', 'format' = 'json');
 
+CREATE TABLE cumulative_users (
+  window_start TIMESTAMP(3),
+  window_end TIMESTAMP(3),
+  users BIGINT,
+  clicks BIGINT
+) WITH ('connector' = 'kafka', 'topic' = '{sink}-cumulate', 'format' = 'json');
+
 EXECUTE STATEMENT SET BEGIN
 INSERT INTO hop_counts
 SELECT window_start, window_end, user_name, COUNT(url), MAX(ts)
@@ -34,4 +42,8 @@ INSERT INTO minute_urls
 SELECT TUMBLE_START(ts, INTERVAL '20' SECOND), TUMBLE_END(ts, INTERVAL '20' SECOND), COUNT(*)
 FROM clicks
 GROUP BY TUMBLE(ts, INTERVAL '20' SECOND);
+INSERT INTO cumulative_users
+SELECT window_start, window_end, COUNT(DISTINCT user_name), COUNT(*)
+FROM TABLE(CUMULATE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND))
+GROUP BY window_start, window_end;
 END;

@@ -347,6 +347,9 @@ WINDOWED = (
     [
         WINDOWED.format(fn="TUMBLE", more=""),
         WINDOWED.format(fn="HOP", more=", INTERVAL '5' MINUTE"),
+        WINDOWED.format(fn="CUMULATE", more=", INTERVAL '5' MINUTE"),
+        "INSERT INTO s SELECT window_start, COUNT(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
+        "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
         "INSERT INTO s SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM t "
         "GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);",
     ],
@@ -364,12 +367,11 @@ def test_windows_on_a_watermark_column_run_stateful(query: str) -> None:
 @pytest.mark.parametrize(
     ("columns", "query", "words"),
     [
-        (ROWTIME, WINDOWED.format(fn="CUMULATE", more=", INTERVAL '5' MINUTE"), "CUMULATE on"),
         (
             ROWTIME,
-            "INSERT INTO s SELECT window_start, COUNT(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
+            "INSERT INTO s SELECT window_start, SUM(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
             "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
-            "DISTINCT aggregate",
+            r"SUM\(DISTINCT \.\.\.\) in an event-time window",
         ),
         (
             ROWTIME,
@@ -396,6 +398,18 @@ def test_event_time_windows_that_would_differ_from_flink_are_refused(
     with pytest.raises(FlinkSqlError, match=words) as info:
         plan_flink_sql(table("t", columns=columns) + table("s", columns=SINK) + query)
     assert info.value.line == 3
+
+
+def test_count_distinct_on_a_stream_counts_the_set_of_non_null_values() -> None:
+    one = translate_query("SELECT COUNT(DISTINCT x) FROM t", streaming=True).text
+    assert one == "SELECT size(collect_set(x)) FROM t"
+    two = translate_query("SELECT COUNT(DISTINCT x, y + 1) FROM t", streaming=True).text
+    assert two == (
+        "SELECT size(collect_set(CASE WHEN (x) IS NOT NULL AND (y + 1) IS NOT NULL THEN "
+        "struct(x, y + 1) END)) FROM t"
+    )
+    batch = translate_query("SELECT COUNT(DISTINCT x) FROM t").text
+    assert batch == "SELECT COUNT(DISTINCT x) FROM t"
 
 
 def test_a_window_on_a_column_without_watermark_beside_one_with_is_refused() -> None:
