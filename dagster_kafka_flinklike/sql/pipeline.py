@@ -57,7 +57,7 @@ from .translate import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["FlinkSqlPipeline", "RunMode", "SqlInsert", "plan_flink_sql"]
 
@@ -79,6 +79,8 @@ SETTINGS = {
     "pipeline.name": "the Dagster group of the pipeline's assets",
     "parallelism.default": "the minimum number of Spark read tasks per source",
     "execution.runtime-mode": "'batch' or 'streaming': every run here is a bounded batch",
+    "table.exec.sink.not-null-enforcer": "'ERROR' (the default) fails a run that writes a NULL "
+    "into a NOT NULL or PRIMARY KEY sink column; 'DROP' drops such rows",
 }
 
 
@@ -118,6 +120,8 @@ class SqlInsert:
     #: ``STATEFUL``: Spark's output mode, ``append`` (final windows) or ``update`` (changed
     #: groups of an unbounded aggregate, into an upsert sink).
     output_mode: str = "append"
+    #: ``SET 'table.exec.sink.not-null-enforcer'``: ``ERROR`` or ``DROP``.
+    not_null_enforcer: str = "ERROR"
 
     def run_query(
         self,
@@ -177,13 +181,40 @@ class SqlInsert:
         positions = [f"__dkf_column_{n}" for n in range(len(columns))]
         result = result.toDF(*positions, *([ROW_KIND] if kinds else []))
         types = {c.name: c.flink_type for c in self.sink.columns}
+        required = [
+            name
+            for name in self.columns
+            if name in self.sink.primary_key or not types[name].nullable
+        ]
+        if self.not_null_enforcer.upper() == "DROP":
+            for position, name in zip(positions, self.columns, strict=True):
+                if name in required:
+                    result = result.where(F.col(position).isNotNull())
+            required = []
         return result.select(
             *[
-                F.col(position).cast(spark_type(types[new])).alias(new)
+                self._not_null(F.col(position).cast(spark_type(types[new])), new, required)
                 for position, new in zip(positions, self.columns, strict=True)
             ],
             *kinds,
         )
+
+    def _not_null(self, value: Column, name: str, required: list[str]) -> Column:
+        """``value`` as sink column ``name``; where the column is NOT NULL (declared so, or in
+        the PRIMARY KEY, which Flink makes NOT NULL), a NULL fails the run's task before
+        anything is committed, as Flink's default ``table.exec.sink.not-null-enforcer``
+        (``ERROR``) fails the job."""
+        from pyspark.sql import functions as F
+
+        if name not in required:
+            return value.alias(name)
+        message = (
+            f"Column '{name}' of sink table {self.name} is NOT NULL (a PRIMARY KEY column is), "
+            f"however, a null value is being written into it (INSERT INTO at line {self.line}); "
+            f"as in Flink (table.exec.sink.not-null-enforcer = ERROR), the run fails. Filter "
+            f"or COALESCE the NULLs in the query."
+        )
+        return F.when(value.isNull(), F.raise_error(F.lit(message))).otherwise(value).alias(name)
 
 
 @dataclass(frozen=True)
@@ -341,6 +372,39 @@ def _updates(
             s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()
         )
     )
+
+
+def _stream_join(
+    query: SparkQuery,
+    sources: Mapping[str, KafkaTableSpec],
+    watermarks: Mapping[str, Watermark],
+    flink_text: str,
+) -> bool:
+    """Whether the insert is a regular inner join (and stateless operations) of insert-only
+    sources, which Structured Streaming runs as Flink does: every matching pair once, as soon
+    as both sides have arrived, both sides kept in state (as Flink keeps them without a state
+    TTL). An interval join (a condition on a source's ``WATERMARK`` column) is not one: Flink
+    drops its late rows by the watermark."""
+    if not query.joins or any(kind != "INNER" for kind in query.joins):
+        return False
+    if any(what != "JOIN" for what, _, _ in query.stateful) or query.windows:
+        return False
+    if any(s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()):
+        return False
+    return _time_attributes_read(flink_text, sources, watermarks) == []
+
+
+def _time_attributes_read(
+    text: str, sources: Mapping[str, KafkaTableSpec], watermarks: Mapping[str, Watermark]
+) -> list[str]:
+    """The ``WATERMARK`` columns of ``sources`` that ``text`` names after its first ``FROM``
+    (where a join condition would bound them in time)."""
+    after = re.split(r"\bFROM\b", text, maxsplit=1, flags=re.IGNORECASE)[-1]
+    return [
+        f"{name}.{_bare(mark.column)}"
+        for name, mark in watermarks.items()
+        if name in sources and re.search(rf"\b{re.escape(_bare(mark.column))}\b", after, re.I)
+    ]
 
 
 def _rows_that_leave(text: str) -> str | None:
@@ -576,6 +640,22 @@ def plan_flink_sql(
         elif windows is None and _updates(query, sink, sources):
             mode, output_mode = RunMode.STATEFUL, "update"
             query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
+        elif windows is None and _stream_join(query, sources, watermarks, st.query):
+            mode = RunMode.STATEFUL
+        elif (
+            windows is None and query.joins and _time_attributes_read(st.query, sources, watermarks)
+        ):
+            timed = _time_attributes_read(st.query, sources, watermarks)
+            _, line, column = next(s for s in query.stateful if s[0] == "JOIN")
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: a join whose query reads the time attribute(s) "
+                f"{', '.join(timed)} (an interval join): Flink drops the rows its watermark has "
+                f"passed, and no run mode here follows that watermark for joins yet. Join on "
+                f"other columns (a regular join, which runs as a stream join) or declare no "
+                f"WATERMARK on the sources.",
+                line=line,
+                column=column,
+            )
         else:
             mode = _mode(st, query, sink, sources, windows)
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
@@ -606,6 +686,7 @@ def plan_flink_sql(
                 else 0,
                 event_times or {},
                 output_mode,
+                settings.get("table.exec.sink.not-null-enforcer", "ERROR"),
             )
         )
     targets = [i.name for i in inserts]
@@ -628,6 +709,12 @@ def _apply_setting(st: SetOption, settings: dict[str, str], warnings: list[str])
     if key == "execution.runtime-mode" and st.value.lower() not in ("batch", "streaming"):
         raise FlinkSqlError(
             f"SET 'execution.runtime-mode' takes 'batch' or 'streaming', got {st.value!r}",
+            line=st.line,
+            column=1,
+        )
+    if key == "table.exec.sink.not-null-enforcer" and st.value.upper() not in ("ERROR", "DROP"):
+        raise FlinkSqlError(
+            f"SET 'table.exec.sink.not-null-enforcer' takes 'ERROR' or 'DROP', got {st.value!r}",
             line=st.line,
             column=1,
         )

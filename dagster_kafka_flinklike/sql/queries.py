@@ -118,6 +118,29 @@ def joins_without_join(tokens: list[Token]) -> list[Token]:
     ]
 
 
+#: The words before ``JOIN`` that name its kind (``OUTER`` only follows one of them).
+_JOIN_KINDS = ("LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "INNER")
+
+
+def join_kinds(tokens: list[Token]) -> list[str]:
+    """The kind of each join of a query, in order: ``INNER`` (``[INNER] JOIN``, a comma join),
+    ``LEFT``, ``RIGHT``, ``FULL``, ``CROSS``, ``NATURAL``, ``SEMI`` (``IN``/``EXISTS`` over a
+    subquery) or ``ANTI`` (``NOT IN``/``NOT EXISTS``)."""
+    kinds: list[str] = []
+    semi = {id(tok) for tok in joins_without_join(tokens) if not _symbol(tok, ",")}
+    for i, tok in enumerate(tokens):
+        if tok.is_word("JOIN"):
+            before = [t.value.upper() for t in tokens[max(i - 2, 0) : i] if t.kind == IDENT]
+            named = [w for w in before if w in _JOIN_KINDS]
+            kinds.append(named[-1] if named else "INNER")
+        elif id(tok) in semi:
+            negated = i > 0 and tokens[i - 1].is_word("NOT")
+            kinds.append("ANTI" if negated else "SEMI")
+        elif _symbol(tok, ",") and _in_from_list(tokens, i):
+            kinds.append("INNER")
+    return kinds
+
+
 def _in_from_list(tokens: list[Token], comma: int) -> bool:
     """True when the ',' at ``comma`` separates tables of a FROM clause (same nesting level)."""
     depth = 0

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..errors import FlinkSqlError, KafkaOptionsError
 from ..options import parse_flink_type, top_level_spans
 from .lexer import EOF, IDENT, NUMBER, QIDENT, STRING, SYMBOL, Token, tokenize
-from .queries import joins_without_join, table_references
+from .queries import join_kinds, joins_without_join, table_references
 
 __all__ = [
     "WINDOW_BOUNDS",
@@ -128,11 +128,14 @@ class SparkQuery:
         stateful: the stateful operations found, each ``(what, line, column)``: e.g.
             ``("GROUP BY", 3, 1)``, ``("JOIN", 2, 18)``, ``("COUNT", 1, 8)``.
         windows: the window functions (table-valued or group windows) the query uses.
+        joins: the kind of each join, in order (``INNER``, ``LEFT``, ``SEMI``, ...; see
+            :func:`.queries.join_kinds`).
     """
 
     text: str
     stateful: tuple[tuple[str, int, int], ...] = ()
     windows: tuple[WindowCall, ...] = ()
+    joins: tuple[str, ...] = ()
 
 
 def spark_string(value: str) -> str:
@@ -756,7 +759,8 @@ def translate_query(
     spark = rewriter.sql(0, len(rewriter.tokens))
     joins = [("JOIN", t.line, t.column) for t in joins_without_join(rewriter.tokens)]
     stateful = sorted([*rewriter.stateful, *joins], key=lambda s: (s[1], s[2]))
-    return SparkQuery(spark, tuple(stateful), tuple(rewriter.windows))
+    kinds = tuple(join_kinds(rewriter.tokens))
+    return SparkQuery(spark, tuple(stateful), tuple(rewriter.windows), kinds)
 
 
 def watermark_delay_ms(column: str, expression: str) -> int | None:

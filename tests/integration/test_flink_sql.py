@@ -417,3 +417,29 @@ def test_select_star_over_a_changelog_passes_row_kinds_to_a_changelog_sink(
         ("delete", 5.15),
     ]
     assert {v["data"]["origin_table"] for v in values(kafka_bootstrap, sink)} == {"products"}
+
+
+NOT_NULL = """
+CREATE TABLE t (k STRING, v INT) WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json',
+  'properties.bootstrap.servers' = 'b:9092');
+CREATE TABLE s (k STRING, v INT NOT NULL, PRIMARY KEY (k) NOT ENFORCED) WITH (
+  'connector' = 'upsert-kafka', 'topic' = 's', 'key.format' = 'json', 'value.format' = 'json',
+  'properties.bootstrap.servers' = 'b:9092');
+INSERT INTO s SELECT k, v FROM t;
+"""
+
+
+def test_a_null_into_a_not_null_or_key_column_fails_the_run_as_in_flink(spark: Any) -> None:
+    from dagster_kafka_flinklike.sql.pipeline import plan_flink_sql
+
+    rows = spark.createDataFrame([("a", 1), (None, 2), ("c", None)], "k string, v int")
+    [insert] = plan_flink_sql(NOT_NULL).inserts
+    with pytest.raises(Exception, match="Column 'k' of sink table s is NOT NULL"):
+        insert.run_query(spark, {"t": rows}).collect()
+    keyed = spark.createDataFrame([("a", 1), ("c", None)], "k string, v int")
+    with pytest.raises(Exception, match="Column 'v' of sink table s is NOT NULL"):
+        insert.run_query(spark, {"t": keyed}).collect()
+    [dropping] = plan_flink_sql(
+        "SET 'table.exec.sink.not-null-enforcer' = 'drop';" + NOT_NULL
+    ).inserts
+    assert [tuple(r) for r in dropping.run_query(spark, {"t": rows}).collect()] == [("a", 1)]

@@ -498,7 +498,6 @@ def test_reserved_words_as_names_are_refused_unless_quoted(ddl: str, word: str) 
 @pytest.mark.parametrize(
     "query",
     [
-        "INSERT INTO s SELECT t.x FROM t, u WHERE t.x = u.x;",
         "INSERT INTO s SELECT x FROM t WHERE x IN (SELECT x FROM u);",
         "INSERT INTO s SELECT x FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x = t.x);",
     ],
@@ -507,6 +506,10 @@ def test_joins_not_written_with_join_keep_state(query: str) -> None:
     script = table("t") + table("u") + table("s") + query
     with pytest.raises(FlinkSqlError, match="keeps state \\(JOIN\\)"):
         plan_flink_sql(script)
+    comma = plan_flink_sql(
+        table("t") + table("u") + table("s") + "INSERT INTO s SELECT t.x FROM t, u WHERE t.x = u.x;"
+    )
+    assert comma.inserts[0].mode == RunMode.STATEFUL  # a stream join, not stateless
 
 
 def test_commas_of_function_calls_and_select_lists_are_not_joins() -> None:
@@ -532,3 +535,60 @@ def test_an_event_time_window_over_a_changelog_source_is_refused() -> None:
     query = WINDOWED.format(fn="TUMBLE", more="")
     with pytest.raises(FlinkSqlError, match="source t is a changelog"):
         plan_flink_sql(source + table("s", columns=SINK) + query)
+
+
+def test_an_interval_join_is_refused_into_an_upsert_sink_too() -> None:
+    # a recompute would keep the pairs of rows Flink's watermark drops as late (corpus j02)
+    script = (
+        table("t", columns=JOINED, extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("u", columns=JOINED, extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", "upsert-kafka", columns="x INT, y INT, PRIMARY KEY (x) NOT ENFORCED")
+        + "INSERT INTO s SELECT a.x, b.x FROM t AS a, u AS b WHERE a.x = b.x AND a.ts "
+        "BETWEEN b.ts AND b.ts + INTERVAL '1' MINUTE;"
+    )
+    with pytest.raises(FlinkSqlError, match=r"time attribute\(s\) t.ts, u.ts \(an interval join\)"):
+        plan_flink_sql(script)
+
+
+def test_join_kinds_are_read_from_the_query() -> None:
+    kinds = translate_query(
+        "SELECT * FROM e, a JOIN b ON a.x = b.x INNER JOIN c ON c.x = a.x LEFT OUTER JOIN d ON "
+        "d.x = a.x WHERE a.x IN (SELECT x FROM f) AND NOT EXISTS (SELECT 1 FROM g)"
+    ).joins
+    assert kinds == ("INNER", "INNER", "INNER", "LEFT", "SEMI", "ANTI")
+
+
+JOINED = "x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"
+
+
+@pytest.mark.parametrize(
+    ("query", "mode"),
+    [
+        ("SELECT a.x, b.x FROM t AS a JOIN u AS b ON a.x = b.x", RunMode.STATEFUL),
+        ("SELECT a.x, b.x FROM t AS a, u AS b WHERE a.x = b.x AND a.x > 0", RunMode.STATEFUL),
+        ("SELECT a.x, b.x FROM t AS a LEFT JOIN u AS b ON a.x = b.x", None),
+        ("SELECT a.x, a.x FROM t AS a WHERE a.x IN (SELECT x FROM u)", None),
+        # an interval join: Flink drops its late rows by the watermark
+        (
+            "SELECT a.x, b.x FROM t AS a, u AS b WHERE a.x = b.x AND a.ts BETWEEN b.ts - "
+            "INTERVAL '1' MINUTE AND b.ts",
+            None,
+        ),  # fmt: skip
+        ("SELECT a.x, COUNT(*) FROM t AS a JOIN u AS b ON a.x = b.x GROUP BY a.x", None),
+    ],
+)
+def test_regular_inner_joins_into_an_append_sink_run_as_stream_joins(
+    query: str, mode: RunMode | None
+) -> None:
+    script = (
+        table("t", columns=JOINED)
+        + table("u", columns=JOINED)
+        + table("s", columns="x INT, y INT")
+        + f"INSERT INTO s {query};"
+    )
+    if mode is None:
+        with pytest.raises(FlinkSqlError, match="keeps state|an interval join"):
+            plan_flink_sql(script)
+        return
+    [insert] = plan_flink_sql(script).inserts
+    assert (insert.mode, insert.output_mode, dict(insert.event_times)) == (mode, "append", {})

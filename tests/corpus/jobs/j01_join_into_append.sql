@@ -1,0 +1,34 @@
+-- A regular inner join into an append-only sink (Flink's output of two insert-only inputs is insert-only).
+CREATE TABLE orders (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json'
+);
+CREATE TABLE others (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'properties.group.id' = 'others-{orders}',
+  'format' = 'json'
+);
+
+CREATE TABLE out_table (
+  order_id BIGINT, other_id BIGINT, user_name STRING
+) WITH ('connector' = 'kafka', 'topic' = '{sink}', 'format' = 'json');
+
+INSERT INTO out_table SELECT o.order_id, x.order_id, o.user_name FROM orders AS o JOIN others AS x ON o.user_name = x.user_name AND o.order_id < x.order_id;

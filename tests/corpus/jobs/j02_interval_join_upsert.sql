@@ -1,0 +1,36 @@
+-- An interval join (Flink's comma form with a time range) into an upsert sink.
+CREATE TABLE orders (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json'
+);
+CREATE TABLE others (
+  order_id BIGINT,
+  channel STRING,
+  amount INT,
+  user_name STRING,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '{orders}',
+  'scan.startup.mode' = 'earliest-offset',
+  'properties.group.id' = 'others-{orders}',
+  'format' = 'json'
+);
+
+CREATE TABLE out_table (
+  order_id BIGINT, other_id BIGINT, user_name STRING,
+  PRIMARY KEY (order_id, other_id) NOT ENFORCED
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{sink}', 'key.format' = 'json',
+  'value.format' = 'json');
+
+INSERT INTO out_table SELECT o.order_id, x.order_id, o.user_name FROM orders AS o, others AS x WHERE o.user_name = x.user_name AND o.order_id <> x.order_id AND x.ts BETWEEN o.ts AND o.ts + INTERVAL '10' SECOND;
