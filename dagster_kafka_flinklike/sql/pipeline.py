@@ -157,6 +157,8 @@ class SqlInsert:
             bounds = dict(zip(WINDOW_BOUNDS, window or (None, None), strict=True))
             for name, text in self.views:
                 session.sql(text, args=bounds).createOrReplaceTempView(name)
+            for name, text, keys in self.query.deduplicated:
+                session.sql(text).dropDuplicates(list(keys)).createOrReplaceTempView(name)
             result = session.sql(self.query.text, args=bounds)
         finally:
             for key, old in before.items():
@@ -392,6 +394,33 @@ def _stream_join(
     if any(s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()):
         return False
     return _time_attributes_read(flink_text, sources, watermarks) == []
+
+
+def _stream_first_rows(
+    query: SparkQuery, sources: Mapping[str, KafkaTableSpec], flink_text: str, script: str
+) -> bool:
+    """Whether the insert is Flink's first-row deduplication on processing time (``ROW_NUMBER()
+    OVER (PARTITION BY k ORDER BY proctime [ASC])``, kept where it is 1) over insert-only
+    sources, with stateless operations around it: Structured Streaming's ``dropDuplicates``
+    keeps the first row of each key to arrive, as Flink does, and its output is insert-only."""
+    if not query.first_rows or query.windows or query.joins:
+        return False
+    ranked = len(query.first_rows)
+    counts = {w: sum(1 for s in query.stateful if s[0] == w) for w in ("OVER", "ORDER BY")}
+    if len(query.stateful) != 2 * ranked or counts != {"OVER": ranked, "ORDER BY": ranked}:
+        return False
+    if any(s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()):
+        return False
+    computed = {c.name.lower() for spec in sources.values() for c in spec.columns if c.expression}
+    for first in query.first_rows:
+        alias, order = re.escape(first.alias), re.escape(first.order)
+        kept = rf"\b{alias}\s*(=\s*1|<=\s*1|<\s*2)(?![0-9])"
+        declared = rf"`?\b{order}\b`?\s+AS\s+PROCTIME\s*\(\s*\)"  # in a source's DDL
+        if first.order.lower() not in computed or not re.search(declared, script, re.I):
+            return False
+        if not re.search(kept, flink_text, re.I):
+            return False
+    return True
 
 
 def _time_attributes_read(
@@ -642,6 +671,9 @@ def plan_flink_sql(
             query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
         elif windows is None and _stream_join(query, sources, watermarks, st.query):
             mode = RunMode.STATEFUL
+        elif windows is None and _stream_first_rows(query, sources, st.query, text):
+            mode = RunMode.STATEFUL
+            query = translate_query(text, *st.query_span, streaming=True)
         elif (
             windows is None and query.joins and _time_attributes_read(st.query, sources, watermarks)
         ):

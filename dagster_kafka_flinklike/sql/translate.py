@@ -38,6 +38,7 @@ from .queries import join_kinds, joins_without_join, table_references
 __all__ = [
     "WINDOW_BOUNDS",
     "WINDOW_COLUMN",
+    "FirstRow",
     "SparkQuery",
     "WindowCall",
     "having_as_row_kind",
@@ -120,6 +121,18 @@ WINDOW_COLUMN = "__dkf_w"
 
 
 @dataclass(frozen=True)
+class FirstRow:
+    """A ``ROW_NUMBER() OVER (PARTITION BY keys ORDER BY order)`` column named ``alias``: the
+    ranking half of Flink's deduplication (the query keeps the rows where it is 1)."""
+
+    alias: str
+    keys: tuple[str, ...]
+    order: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
 class SparkQuery:
     """A Flink SQL query translated to Spark SQL.
 
@@ -130,12 +143,18 @@ class SparkQuery:
         windows: the window functions (table-valued or group windows) the query uses.
         joins: the kind of each join, in order (``INNER``, ``LEFT``, ``SEMI``, ...; see
             :func:`.queries.join_kinds`).
+        first_rows: the ``ROW_NUMBER()`` rankings of deduplication subqueries.
+        deduplicated: for Structured Streaming, ``(view, Spark SQL, keys)`` of each ranked
+            subquery: the view the query reads instead, rows of the SQL without duplicates by
+            ``keys``; register them in order before running the query.
     """
 
     text: str
     stateful: tuple[tuple[str, int, int], ...] = ()
     windows: tuple[WindowCall, ...] = ()
     joins: tuple[str, ...] = ()
+    first_rows: tuple[FirstRow, ...] = ()
+    deduplicated: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 def spark_string(value: str) -> str:
@@ -223,6 +242,9 @@ class _QueryRewriter:
         self.streaming = streaming
         self.stateful: list[tuple[str, int, int]] = []
         self.windows: list[WindowCall] = []
+        self.first_rows: list[FirstRow] = []
+        #: ``(name, Spark SQL, keys)``: views whose rows Structured Streaming deduplicates
+        self.deduplicated: list[tuple[str, str, tuple[str, ...]]] = []
         # qualified table names (catalog.database.table): Spark reads the table's view by name
         self.qualified = {
             start: stop for _, start, stop in table_references(tokens) if stop - start > 1
@@ -258,6 +280,99 @@ class _QueryRewriter:
                     return at
         raise self.error(f"'{opening}' is never closed", self.tokens[open_at])
 
+    def is_word(self, at: int, *words: str) -> bool:
+        """Whether the token at ``at`` is one of the keywords ``words``."""
+        return at < len(self.tokens) and self.tokens[at].is_word(*words)
+
+    def first_row(self, open_at: int, close_at: int) -> str | None:
+        """A subquery ``(SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY t [ASC]) AS rn
+        FROM ...)`` (the first half of Flink's deduplication) is recorded in
+        :attr:`first_rows`; for Structured Streaming it becomes a view of the other columns
+        whose duplicates by ``k`` are dropped (the first to arrive is kept, as Flink keeps the
+        first by processing time) and that subquery over it, with ``rn`` 1. None otherwise."""
+        depth, from_at = 0, -1
+        for at in range(open_at + 2, close_at):
+            tok = self.tokens[at]
+            if tok.kind == SYMBOL and tok.value in "([":
+                depth += 1
+            elif tok.kind == SYMBOL and tok.value in ")]":
+                depth -= 1
+            elif depth == 0 and tok.is_word("FROM"):
+                from_at = at
+                break
+        if from_at < 0:
+            return None
+        items = self.arguments(open_at + 2, from_at)
+        for index, (start, stop) in enumerate(items):
+            ranked = self._ranked_item(start, stop)
+            if ranked is None:
+                continue
+            alias, keys, order = ranked
+            named = {
+                "*" if self.is_symbol(stop - 1, "*") else self.tokens[stop - 1].value.lower()
+                for n, (_, stop) in enumerate(items)
+                if n != index
+            }
+            if "*" not in named and not {k.lower() for k in keys} <= named:
+                return None  # the keys are not columns of the deduplicated rows
+            tok = self.tokens[start]
+            self.first_rows.append(FirstRow(alias, keys, order, tok.line, tok.column))
+            if not self.streaming:
+                return None
+            others = [self.sql(*item) for n, item in enumerate(items) if n != index]
+            name = f"__dkf_first_{len(self.deduplicated)}"
+            text = f"SELECT {', '.join(others)} {self.sql(from_at, close_at)}"
+            self.deduplicated.append((name, text, keys))
+            return f"(SELECT *, 1 AS {alias} FROM {name})"
+        return None
+
+    def _ranked_item(self, start: int, stop: int) -> tuple[str, tuple[str, ...], str] | None:
+        """``(alias, partition keys, order column)`` of a select item ``ROW_NUMBER() OVER
+        (PARTITION BY k, ... ORDER BY t [ASC]) [AS] alias`` over plain columns, else None."""
+        toks = self.tokens
+        if not (
+            toks[start].is_word("ROW_NUMBER")
+            and self.is_symbol(start + 1, "(")
+            and self.is_symbol(start + 2, ")")
+            and self.is_word(start + 3, "OVER")
+            and self.is_symbol(start + 4, "(")
+        ):
+            return None
+        over_close = self.closing(start + 4)
+        rest = [t for t in toks[over_close + 1 : stop] if not t.is_word("AS")]
+        if len(rest) != 1 or rest[0].kind not in (IDENT, QIDENT):
+            return None
+        inside = toks[start + 5 : over_close]
+        words = [t.value.upper() if t.kind == IDENT else "" for t in inside]
+        if words[:2] != ["PARTITION", "BY"] or "ORDER" not in words:
+            return None
+        order_at = words.index("ORDER")
+        keys = self._plain_columns(inside[2:order_at])
+        order = self._plain_columns(inside[order_at + 2 :], trailing=("ASC",))
+        if not keys or order is None or len(order) != 1 or words[order_at + 1] != "BY":
+            return None
+        return rest[0].value, keys, order[0]
+
+    @staticmethod
+    def _plain_columns(toks: list[Token], trailing: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The column names of a list of plain (maybe qualified) columns, else ``()``."""
+        if toks and trailing and toks[-1].is_word(*trailing):
+            toks = toks[:-1]
+        names: list[str] = []
+        expect_name = True
+        for tok in toks:
+            if expect_name and tok.kind in (IDENT, QIDENT):
+                names.append(tok.value)
+                expect_name = False
+            elif not expect_name and tok.kind == SYMBOL and tok.value == ".":
+                names.pop()
+                expect_name = True
+            elif not expect_name and tok.kind == SYMBOL and tok.value == ",":
+                expect_name = True
+            else:
+                return ()
+        return tuple(names) if names and not expect_name else ()
+
     def arguments(self, start: int, stop: int) -> list[Span]:
         """The comma-separated arguments of tokens[start:stop] (a trailing empty one left out)."""
         spans = top_level_spans(self.tokens, lambda t: _role(t, _comma), start, stop)
@@ -287,6 +402,9 @@ class _QueryRewriter:
             return "", at + 1
         if tok.kind == SYMBOL and tok.value == "(":
             close_at = self.closing(at)
+            ranked = self.first_row(at, close_at) if self.is_word(at + 1, "SELECT") else None
+            if ranked is not None:
+                return ranked, close_at + 1
             return f"({self.sql(at + 1, close_at)})", close_at + 1
         if at in self.qualified:
             last = self.qualified[at] - 1
@@ -322,6 +440,10 @@ class _QueryRewriter:
             return f"{word.lower()}({self.sql(at + 2, close_at)})", close_at + 1
         if self.is_symbol(at + 1, "("):
             close_at = self.closing(at + 1)
+            if self.is_word(at + 2, "SELECT"):  # FROM (SELECT ...), JOIN (SELECT ...)
+                ranked = self.first_row(at + 1, close_at)
+                if ranked is not None:
+                    return f"{tok.text} {ranked}", close_at + 1
             return self.call(at, close_at), close_at + 1
         return tok.text, at + 1
 
@@ -760,7 +882,14 @@ def translate_query(
     joins = [("JOIN", t.line, t.column) for t in joins_without_join(rewriter.tokens)]
     stateful = sorted([*rewriter.stateful, *joins], key=lambda s: (s[1], s[2]))
     kinds = tuple(join_kinds(rewriter.tokens))
-    return SparkQuery(spark, tuple(stateful), tuple(rewriter.windows), kinds)
+    return SparkQuery(
+        spark,
+        tuple(stateful),
+        tuple(rewriter.windows),
+        kinds,
+        tuple(rewriter.first_rows),
+        tuple(rewriter.deduplicated),
+    )
 
 
 def watermark_delay_ms(column: str, expression: str) -> int | None:

@@ -592,3 +592,40 @@ def test_regular_inner_joins_into_an_append_sink_run_as_stream_joins(
         return
     [insert] = plan_flink_sql(script).inserts
     assert (insert.mode, insert.output_mode, dict(insert.event_times)) == (mode, "append", {})
+
+
+PROCTIME = "k STRING, x INT, pt AS PROCTIME()"
+FIRST = (
+    "INSERT INTO s SELECT k, x FROM (SELECT {items}, ROW_NUMBER() OVER (PARTITION BY k ORDER BY "
+    "{order}) AS rn FROM t) WHERE rn {kept};"
+)
+
+
+@pytest.mark.parametrize(
+    ("items", "order", "kept", "deduplicated"),
+    [
+        ("*", "pt", "= 1", True),
+        ("k, x", "pt ASC", "<= 1", True),
+        ("*", "pt DESC", "= 1", False),  # the last row: Flink's output updates
+        ("*", "x", "= 1", False),  # not processing time
+        ("*", "pt", "<= 2", False),  # a Top-N
+        ("x", "pt", "= 1", False),  # the key is not a column of the rows
+    ],
+)
+def test_first_row_deduplication_on_processing_time_runs_as_drop_duplicates(
+    items: str, order: str, kept: str, deduplicated: bool
+) -> None:
+    script = (
+        table("t", columns=PROCTIME)
+        + table("s", columns="k STRING, x INT")
+        + FIRST.format(items=items, order=order, kept=kept)
+    )
+    if not deduplicated:
+        with pytest.raises(FlinkSqlError, match="keeps state"):
+            plan_flink_sql(script)
+        return
+    [insert] = plan_flink_sql(script).inserts
+    assert (insert.mode, insert.output_mode) == (RunMode.STATEFUL, "append")
+    [(view, text, keys)] = insert.query.deduplicated
+    assert keys == ("k",) and text == f"SELECT {items} FROM t"
+    assert f"FROM (SELECT *, 1 AS rn FROM {view}) WHERE rn" in insert.query.text
