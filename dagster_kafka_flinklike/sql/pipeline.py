@@ -22,6 +22,10 @@ runs give Flink's result (:class:`RunMode`):
   An unbounded ``GROUP BY`` aggregate (with or without ``HAVING``) into an ``upsert-kafka`` sink
   is ``STATEFUL`` too, in update mode: each run writes the groups whose aggregates changed, and
   a group that leaves a ``HAVING`` result is deleted (a tombstone), as Flink retracts it.
+  A regular inner join of insert-only sources (a stream-stream join) and a first-row
+  deduplication on processing time (``dropDuplicates``) are ``STATEFUL`` too, in append mode:
+  their outputs are insert-only, in Flink as here. Interval joins are refused (Flink drops
+  their late rows by the watermark).
 - ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
   into an ``upsert-kafka`` sink: each run reads every source from its startup position and
   writes the results again; the upsert topic's latest value per key is then Flink's result.

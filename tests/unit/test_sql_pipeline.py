@@ -573,7 +573,7 @@ JOINED = "x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND"
             "SELECT a.x, b.x FROM t AS a, u AS b WHERE a.x = b.x AND a.ts BETWEEN b.ts - "
             "INTERVAL '1' MINUTE AND b.ts",
             None,
-        ),  # fmt: skip
+        ),
         ("SELECT a.x, COUNT(*) FROM t AS a JOIN u AS b ON a.x = b.x GROUP BY a.x", None),
     ],
 )
@@ -587,7 +587,7 @@ def test_regular_inner_joins_into_an_append_sink_run_as_stream_joins(
         + f"INSERT INTO s {query};"
     )
     if mode is None:
-        with pytest.raises(FlinkSqlError, match="keeps state|an interval join"):
+        with pytest.raises(FlinkSqlError, match=r"keeps state|an interval join"):
             plan_flink_sql(script)
         return
     [insert] = plan_flink_sql(script).inserts
