@@ -13,8 +13,9 @@ from tests.corpus.harness import JOBS, run_job
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-#: A stream join and an unbounded aggregate (test_stateful_sql.py runs windows against Flink).
-CI_JOBS = ("j01_join_into_append", "a04_two_keys")
+#: A stream join, a streaming deduplication and an unbounded aggregate (test_stateful_sql.py
+#: runs windows against Flink).
+CI_JOBS = ("j01_join_into_append", "d02_dedup_first_proctime", "a04_two_keys")
 
 
 @pytest.mark.parametrize("job", CI_JOBS)
