@@ -70,9 +70,12 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
 
 
 def _spark() -> Any:
+    """A local session for analysis only: no Python workers started in the background (the
+    analysis runs no task, and a warm-up job cut short at exit logs executor errors)."""
     from ..spark import SparkResource, local_spark_config
 
-    return SparkResource(spark_config=local_spark_config("dkf-sql", short_runs=True)).spark_session
+    config = local_spark_config("dkf-sql", short_runs=True)
+    return SparkResource(spark_config=config, start_early=False).spark_session
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -46,6 +46,8 @@ def test_check_plans_and_analyses_the_corpus(tmp_path: Path) -> None:
     assert "INSERT INTO enriched (line 37): reads orders; incremental runs" in out.stdout
     assert "ok: 1 insert(s), 2 Kafka table(s)" in out.stdout
     assert "SET 'table.exec.source.idle-timeout' (line 3) has no effect here" in out.stderr
+    # no Spark job is cut short at exit (its executors would log ERROR lines)
+    assert " ERROR " not in out.stderr and "[Stage " not in out.stderr
 
 
 def test_check_reports_line_and_column_of_what_cannot_run(tmp_path: Path) -> None:
