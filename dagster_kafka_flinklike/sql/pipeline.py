@@ -352,6 +352,14 @@ def _event_times(
     return times
 
 
+def _plain_inserts(sources: Mapping[str, KafkaTableSpec]) -> bool:
+    """Whether every source is insert-only and without ``ingestion.*`` dirty-data options (which
+    stateful runs do not apply), as Structured Streaming's stateful runs need them."""
+    return not any(
+        s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()
+    )
+
+
 def _distinct_aggregate(text: str) -> str | None:
     """The first aggregate over ``DISTINCT`` values but ``COUNT``, which Structured Streaming
     runs (see :func:`.translate.translate_query`), or None."""
@@ -374,9 +382,7 @@ def _updates(
         and not others
         and not query.windows
         and not _distinct_aggregate(query.text)
-        and not any(
-            s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()
-        )
+        and _plain_inserts(sources)
     )
 
 
@@ -395,7 +401,7 @@ def _stream_join(
         return False
     if any(what != "JOIN" for what, _, _ in query.stateful) or query.windows:
         return False
-    if any(s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()):
+    if not _plain_inserts(sources):
         return False
     return _time_attributes_read(flink_text, sources, watermarks) == []
 
@@ -413,7 +419,7 @@ def _stream_first_rows(
     counts = {w: sum(1 for s in query.stateful if s[0] == w) for w in ("OVER", "ORDER BY")}
     if len(query.stateful) != 2 * ranked or counts != {"OVER": ranked, "ORDER BY": ranked}:
         return False
-    if any(s.is_changelog or s.dead_letter_topic or s.ignore_errors for s in sources.values()):
+    if not _plain_inserts(sources):
         return False
     computed = {c.name.lower() for spec in sources.values() for c in spec.columns if c.expression}
     for first in query.first_rows:
