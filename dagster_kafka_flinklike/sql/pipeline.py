@@ -124,7 +124,7 @@ class SqlInsert:
     #: ``STATEFUL``: Spark's output mode, ``append`` (final windows) or ``update`` (changed
     #: groups of an unbounded aggregate, into an upsert sink).
     output_mode: str = "append"
-    #: ``SET 'table.exec.sink.not-null-enforcer'``: ``ERROR`` or ``DROP``.
+    #: ``SET 'table.exec.sink.not-null-enforcer'``: ``ERROR`` or ``DROP`` (upper case).
     not_null_enforcer: str = "ERROR"
 
     def run_query(
@@ -192,7 +192,7 @@ class SqlInsert:
             for name in self.columns
             if name in self.sink.primary_key or not types[name].nullable
         ]
-        if self.not_null_enforcer.upper() == "DROP":
+        if self.not_null_enforcer == "DROP":
             for position, name in zip(positions, self.columns, strict=True):
                 if name in required:
                     result = result.where(F.col(position).isNotNull())
@@ -386,24 +386,18 @@ def _updates(
     )
 
 
-def _stream_join(
-    query: SparkQuery,
-    sources: Mapping[str, KafkaTableSpec],
-    watermarks: Mapping[str, Watermark],
-    flink_text: str,
-) -> bool:
-    """Whether the insert is a regular inner join (and stateless operations) of insert-only
-    sources, which Structured Streaming runs as Flink does: every matching pair once, as soon
-    as both sides have arrived, both sides kept in state (as Flink keeps them without a state
-    TTL). An interval join (a condition on a source's ``WATERMARK`` column) is not one: Flink
-    drops its late rows by the watermark."""
-    if not query.joins or any(kind != "INNER" for kind in query.joins):
-        return False
-    if any(what != "JOIN" for what, _, _ in query.stateful) or query.windows:
-        return False
-    if not _plain_inserts(sources):
-        return False
-    return _time_attributes_read(flink_text, sources, watermarks) == []
+def _stream_join(query: SparkQuery, sources: Mapping[str, KafkaTableSpec]) -> bool:
+    """Whether the insert is inner joins (and stateless operations) of insert-only sources,
+    which Structured Streaming runs as Flink runs a regular join: every matching pair once, as
+    soon as both sides have arrived, both sides kept in state (as Flink keeps them without a
+    state TTL). The caller rules out interval joins (:func:`_time_attributes_read`)."""
+    return (
+        bool(query.joins)
+        and all(kind == "INNER" for kind in query.joins)
+        and all(what == "JOIN" for what, _, _ in query.stateful)
+        and not query.windows
+        and _plain_inserts(sources)
+    )
 
 
 def _stream_first_rows(
@@ -664,6 +658,8 @@ def plan_flink_sql(
                 column=1,
             )
         event_times = _event_times(st, query, sources, watermarks) if windows is None else None
+        # an interval join reads the sources' time attributes (Flink drops its late rows)
+        timed = _time_attributes_read(st.query, sources, watermarks) if query.joins else []
         output_mode = "append"
         if event_times is not None:
             if zone and zone.strip().upper() not in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
@@ -679,15 +675,12 @@ def plan_flink_sql(
         elif windows is None and _updates(query, sink, sources):
             mode, output_mode = RunMode.STATEFUL, "update"
             query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
-        elif windows is None and _stream_join(query, sources, watermarks, st.query):
+        elif windows is None and query.joins and not timed and _stream_join(query, sources):
             mode = RunMode.STATEFUL
         elif windows is None and _stream_first_rows(query, sources, st.query, text):
             mode = RunMode.STATEFUL
             query = translate_query(text, *st.query_span, streaming=True)
-        elif (
-            windows is None and query.joins and _time_attributes_read(st.query, sources, watermarks)
-        ):
-            timed = _time_attributes_read(st.query, sources, watermarks)
+        elif windows is None and query.joins and timed:
             _, line, column = next(s for s in query.stateful if s[0] == "JOIN")
             raise FlinkSqlError(
                 f"INSERT INTO {st.target}: a join whose query reads the time attribute(s) "
@@ -728,7 +721,7 @@ def plan_flink_sql(
                 else 0,
                 event_times or {},
                 output_mode,
-                settings.get("table.exec.sink.not-null-enforcer", "ERROR"),
+                settings.get("table.exec.sink.not-null-enforcer", "ERROR").upper(),
             )
         )
     targets = [i.name for i in inserts]

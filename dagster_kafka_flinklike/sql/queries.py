@@ -122,22 +122,23 @@ def joins_without_join(tokens: list[Token]) -> list[Token]:
 _JOIN_KINDS = ("LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "INNER")
 
 
-def join_kinds(tokens: list[Token]) -> list[str]:
+def join_kinds(tokens: list[Token], without_join: list[Token]) -> list[str]:
     """The kind of each join of a query, in order: ``INNER`` (``[INNER] JOIN``, a comma join),
     ``LEFT``, ``RIGHT``, ``FULL``, ``CROSS``, ``NATURAL``, ``SEMI`` (``IN``/``EXISTS`` over a
-    subquery) or ``ANTI`` (``NOT IN``/``NOT EXISTS``)."""
+    subquery) or ``ANTI`` (``NOT IN``/``NOT EXISTS``); ``without_join`` is
+    :func:`joins_without_join` of the same tokens."""
     kinds: list[str] = []
-    semi = {id(tok) for tok in joins_without_join(tokens) if not _symbol(tok, ",")}
+    others = {id(tok) for tok in without_join}
     for i, tok in enumerate(tokens):
         if tok.is_word("JOIN"):
             before = [t.value.upper() for t in tokens[max(i - 2, 0) : i] if t.kind == IDENT]
             named = [w for w in before if w in _JOIN_KINDS]
             kinds.append(named[-1] if named else "INNER")
-        elif id(tok) in semi:
-            negated = i > 0 and tokens[i - 1].is_word("NOT")
-            kinds.append("ANTI" if negated else "SEMI")
-        elif _symbol(tok, ",") and _in_from_list(tokens, i):
-            kinds.append("INNER")
+        elif id(tok) in others:
+            if _symbol(tok, ","):
+                kinds.append("INNER")
+            else:
+                kinds.append("ANTI" if i > 0 and tokens[i - 1].is_word("NOT") else "SEMI")
     return kinds
 
 

@@ -290,18 +290,12 @@ class _QueryRewriter:
         :attr:`first_rows`; for Structured Streaming it becomes a view of the other columns
         whose duplicates by ``k`` are dropped (the first to arrive is kept, as Flink keeps the
         first by processing time) and that subquery over it, with ``rn`` 1. None otherwise."""
-        depth, from_at = 0, -1
-        for at in range(open_at + 2, close_at):
-            tok = self.tokens[at]
-            if tok.kind == SYMBOL and tok.value in "([":
-                depth += 1
-            elif tok.kind == SYMBOL and tok.value in ")]":
-                depth -= 1
-            elif depth == 0 and tok.is_word("FROM"):
-                from_at = at
-                break
-        if from_at < 0:
+        spans = top_level_spans(
+            self.tokens, lambda t: _role(t, lambda u: u.is_word("FROM")), open_at + 2, close_at
+        )
+        if len(spans) < 2:
             return None
+        from_at = spans[0][1]  # the select list ends at the first top-level FROM
         items = self.arguments(open_at + 2, from_at)
         for index, (start, stop) in enumerate(items):
             ranked = self._ranked_item(start, stop)
@@ -879,9 +873,10 @@ def translate_query(
     end = len(text) if end is None else end
     rewriter = _QueryRewriter(_tokens(text, start, end), streaming)
     spark = rewriter.sql(0, len(rewriter.tokens))
-    joins = [("JOIN", t.line, t.column) for t in joins_without_join(rewriter.tokens)]
+    without_join = joins_without_join(rewriter.tokens)
+    joins = [("JOIN", t.line, t.column) for t in without_join]
     stateful = sorted([*rewriter.stateful, *joins], key=lambda s: (s[1], s[2]))
-    kinds = tuple(join_kinds(rewriter.tokens))
+    kinds = tuple(join_kinds(rewriter.tokens, without_join))
     return SparkQuery(
         spark,
         tuple(stateful),
