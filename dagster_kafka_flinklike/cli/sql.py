@@ -44,6 +44,7 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
     from ..options import struct_type
+    from ..run.stateful import BatchQuery
     from ..source.records import with_computed_columns
 
     problems: list[str] = []
@@ -62,7 +63,10 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
                 spec, spark.createDataFrame([], struct_type(stored))
             )
         try:
-            insert.run_query(spark, frames).schema  # noqa: B018 (analysis happens here)
+            result = insert.run_query(spark, frames)
+            if isinstance(result, BatchQuery):  # (the query over the rows of sessions)
+                result = result.per_batch(result.stream)
+            result.schema  # noqa: B018 (analysis happens here)
         except Exception as exc:  # Spark's analysis errors, reported per insert
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             problems.append(f"INSERT INTO {insert.name} (line {insert.line}): {first}")

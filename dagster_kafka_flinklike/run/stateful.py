@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..sink.transactional import TransactionalSink
 
 __all__ = [
+    "BatchQuery",
     "BatchWriter",
     "StatefulResult",
     "run_stateful_query",
@@ -60,6 +61,13 @@ _log = logging.getLogger(__name__)
 #: The prefix of each source's observed metrics in the query's progress.
 _INPUT = "dkf_input_"
 _EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+#: The state store a query starts with (``transformWithState`` needs RocksDB's).
+_STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
+#: RocksDB's state store, which ``transformWithState`` (Flink's session windows) needs.
+ROCKSDB_STATE_STORE = (
+    _STATE_STORE,
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+)
 _PUSH_DOWN_FILTERS = ",".join(
     f"org.apache.spark.sql.catalyst.optimizer.{rule}"
     for rule in ("PushDownPredicates", "PushPredicateThroughNonJoin")
@@ -143,6 +151,20 @@ def _fence_group(transactional_id: str, query_id: str) -> str:
     return f"{transactional_id}-batches-{query_id}"
 
 
+@dataclass(frozen=True)
+class BatchQuery:
+    """A stateful query in two steps: ``stream``, a streaming frame whose micro-batches each
+    hold complete groups (e.g. the rows of closed sessions), and ``per_batch``, the batch query
+    each micro-batch then goes through before it is written.
+
+    ``settings`` are Spark settings the streaming query starts with (kept in its checkpoint).
+    """
+
+    stream: DataFrame
+    per_batch: Callable[[DataFrame], DataFrame]
+    settings: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class BatchWriter:
     """Writes each micro-batch of a stateful query to the sink (Spark's ``foreachBatch``).
@@ -157,6 +179,8 @@ class BatchWriter:
     asset_name: str
     clients: KafkaClients
     log: logging.Logger | Any = _log
+    #: The batch query each micro-batch goes through first (:class:`BatchQuery`), if any.
+    per_batch: Callable[[DataFrame], DataFrame] | None = None
     #: Records written per batch id.
     written: dict[int, int] = field(default_factory=dict)
     #: Batch ids skipped as already committed (exactly-once replays).
@@ -174,6 +198,8 @@ class BatchWriter:
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         if not self._started.wait(timeout=60):
             raise KafkaConnectorError("The streaming query never reported its id.")
+        if self.per_batch is not None:
+            frame = self.per_batch(frame)
         if not is_exactly_once(self.sink):
             self.written[batch_id] = write_table(self.sink, frame, self.clients, self.log).records
             return
@@ -319,7 +345,7 @@ def _failure(exc: BaseException, asset_name: str) -> KafkaConnectorError:
 def run_stateful_query(
     spark: SparkSession,
     sources: Mapping[str, tuple[ResolvedTable, EventTime | None]],
-    query: Callable[[dict[str, DataFrame]], DataFrame],
+    query: Callable[[dict[str, DataFrame]], DataFrame | BatchQuery],
     sink: ResolvedTable,
     *,
     checkpoint: str,
@@ -332,7 +358,8 @@ def run_stateful_query(
 
     Args:
         sources: each source's table and event time, by the name the query reads it by.
-        query: builds the streaming result from the source frames.
+        query: builds the streaming result from the source frames (or a :class:`BatchQuery`,
+            whose per-batch step each micro-batch goes through before it is written).
         sink: the table each micro-batch is written to (:class:`BatchWriter`).
         checkpoint: the query's checkpoint location (a path or any Hadoop-compatible URI); the
             same location continues the same query.
@@ -352,11 +379,17 @@ def run_stateful_query(
     # above the watermark while the query runs (its micro-batches are planned meanwhile).
     excluded = spark.conf.get(_EXCLUDED_RULES, None)
     rules = [r for r in (excluded or "").split(",") if r.strip()]
+    before = {key: spark.conf.get(key, None) for key in (_EXCLUDED_RULES, _STATE_STORE)}
     spark.conf.set(_EXCLUDED_RULES, ",".join([*rules, _PUSH_DOWN_FILTERS]))
     writer = BatchWriter(sink, asset_name, clients, log)
     try:
         frames = {n: stream_table(spark, table, when) for n, (table, when) in sources.items()}
         result = query(frames)
+        if isinstance(result, BatchQuery):
+            writer.per_batch = result.per_batch
+            for key, value in result.settings:
+                spark.conf.set(key, value)
+            result = result.stream
         started = time.monotonic()
         stream = (
             result.writeStream.outputMode(output_mode)
@@ -372,10 +405,11 @@ def run_stateful_query(
         raise _failure(exc, asset_name) from None
     finally:
         writer.close()
-        if excluded is None:
-            spark.conf.unset(_EXCLUDED_RULES)
-        else:
-            spark.conf.set(_EXCLUDED_RULES, excluded)
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
     progress = [
         json.loads(p.json) if hasattr(p, "json") else dict(p) for p in handle.recentProgress
     ]

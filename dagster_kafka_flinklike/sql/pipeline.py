@@ -39,9 +39,11 @@ named after the set runs them together (see :mod:`..components`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -62,6 +64,8 @@ from .translate import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from ..run.stateful import BatchQuery
 
 __all__ = ["FlinkSqlPipeline", "RunMode", "SqlInsert", "plan_flink_sql"]
 
@@ -132,44 +136,79 @@ class SqlInsert:
         spark: SparkSession,
         frames: Mapping[str, DataFrame],
         window: tuple[int, int] | None = None,
-    ) -> DataFrame:
+    ) -> DataFrame | BatchQuery:
         """Run the query over the source DataFrames; columns named and typed as the sink's.
 
         ``window`` (epoch milliseconds ``[start, end)`` of the run's time partitions) keeps the
         hopping windows that end in it; without, every window is kept.
 
         The tables and views are registered as temporary views of ``spark`` (the frames'
-        session); the
-        script's settings (``SET 'table.local-time-zone'``) apply while the query is analysed
-        (Spark fixes time zones then) and are restored afterwards.
+        session); the script's settings (``SET 'table.local-time-zone'``) apply while the query
+        is analysed (Spark fixes time zones then) and are restored afterwards. A query over a
+        ``SESSION`` window table function (streaming frames) is a
+        :class:`~..run.stateful.BatchQuery`: the rows of closed sessions as they close
+        (:func:`~..run.sessions.flink_sessions`), and the query over each micro-batch of them.
 
         Raises:
             KafkaConnectorError: the query returns a different number of columns than the
                 sink takes.
         """
-        from pyspark.sql import functions as F
-
-        from ..options import ROW_KIND, spark_type
-
-        session = spark
-        before = {key: session.conf.get(key, None) for key, _ in self.spark_settings}
-        try:
-            for key, value in self.spark_settings:
-                session.conf.set(key, value)
+        with self._settings(spark):
             for name, frame in frames.items():
                 frame.createOrReplaceTempView(name)
             bounds = dict(zip(WINDOW_BOUNDS, window or (None, None), strict=True))
             for name, text in self.views:
-                session.sql(text, args=bounds).createOrReplaceTempView(name)
+                spark.sql(text, args=bounds).createOrReplaceTempView(name)
             for name, text, keys in self.query.deduplicated:
-                session.sql(text).dropDuplicates(list(keys)).createOrReplaceTempView(name)
-            result = session.sql(self.query.text, args=bounds)
+                spark.sql(text).dropDuplicates(list(keys)).createOrReplaceTempView(name)
+            if self.query.sessions:
+                return self._sessions(spark)
+            result = spark.sql(self.query.text, args=bounds)
+        return self._sink_columns(result)
+
+    @contextmanager
+    def _settings(self, spark: SparkSession) -> Iterator[None]:
+        before = {key: spark.conf.get(key, None) for key, _ in self.spark_settings}
+        try:
+            for key, value in self.spark_settings:
+                spark.conf.set(key, value)
+            yield
         finally:
             for key, old in before.items():
                 if old is None:
-                    session.conf.unset(key)
+                    spark.conf.unset(key)
                 else:
-                    session.conf.set(key, old)
+                    spark.conf.set(key, old)
+
+    def _sessions(self, spark: SparkSession) -> BatchQuery:
+        from ..run.sessions import flink_sessions
+        from ..run.stateful import ROCKSDB_STATE_STORE, BatchQuery
+
+        [session] = self.query.sessions
+        rows = flink_sessions(
+            spark.sql(f"SELECT * FROM {session.data}"),
+            _bare(session.time_column),
+            session.gap_ms,
+            session.keys,
+        )
+        return BatchQuery(
+            rows, functools.partial(self._per_batch, session.view), (ROCKSDB_STATE_STORE,)
+        )
+
+    def _per_batch(self, view: str, batch: DataFrame) -> DataFrame:
+        """The query over one micro-batch of closed sessions' rows (read as ``view``)."""
+        with self._settings(batch.sparkSession):
+            batch.createOrReplaceTempView(view)
+            result = batch.sparkSession.sql(self.query.text)
+        return self._sink_columns(result)
+
+    def _sink_columns(self, result: DataFrame) -> DataFrame:
+        """The query's columns as the sink's, by position, typed as the sink's; NOT NULL
+        enforced as Flink enforces it."""
+        from pyspark.sql import functions as F
+
+        from ..options import ROW_KIND, spark_type
+
         if not self.columns:  # CREATE TABLE ... AS SELECT: the query's columns, by name
             return result
         # A changelog source's row kinds (SELECT * over it) go on to the sink.
@@ -693,6 +732,17 @@ def plan_flink_sql(
             )
         else:
             mode = _mode(st, query, sink, sources, windows)
+        session = next((w for w in query.windows if w.kind == "SESSION"), None)
+        if session is not None and mode != RunMode.STATEFUL:
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: a SESSION window runs only as an event-time window "
+                f"aggregation on a source's WATERMARK column (GROUP BY window_start, window_end"
+                f"), on Structured Streaming"
+                + (", in a pipeline without time partitions" if windows is not None else "")
+                + "; its sessions close on gaps in event time, which bounded runs cannot see.",
+                line=session.line,
+                column=session.column,
+            )
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
         # Flink maps an INSERT's columns by position; a CTAS table's columns are the query's
         columns = () if st.table is not None and st.table.as_query else st.column_names or persisted

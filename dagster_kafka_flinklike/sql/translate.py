@@ -39,6 +39,7 @@ __all__ = [
     "WINDOW_BOUNDS",
     "WINDOW_COLUMN",
     "FirstRow",
+    "SessionCall",
     "SparkQuery",
     "WindowCall",
     "having_as_row_kind",
@@ -78,8 +79,8 @@ AGGREGATES = frozenset(
 #: Constructs refused outright: the reason a bounded Spark run cannot give Flink's result.
 _REFUSED = {
     "MATCH_RECOGNIZE": "MATCH_RECOGNIZE (complex event processing) has no Spark SQL counterpart",
-    "SESSION": "SESSION windows close on gaps in event time across runs; use TUMBLE, HOP or "
-    "CUMULATE",
+    "SESSION": "SESSION group windows (GROUP BY SESSION(...)) have no translation; the SESSION "
+    "window table function does: TABLE(SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap))",
     "LATERAL": "LATERAL TABLE (table functions) has no translation here",
 }
 
@@ -110,6 +111,21 @@ class WindowCall:
     line: int
     column: int
     bounded: bool = False
+
+
+@dataclass(frozen=True)
+class SessionCall:
+    """A ``SESSION`` window table function: the view the query reads instead (the rows of
+    ``data``, a Spark SQL relation, each with its closed session's ``window_start``,
+    ``window_end`` and ``window_time``), its time column, gap and ``PARTITION BY`` keys."""
+
+    view: str
+    data: str
+    time_column: str
+    gap_ms: int
+    keys: tuple[str, ...]
+    line: int
+    column: int
 
 
 #: The named parameters (epoch milliseconds, or NULL for no bound) of a translated query that
@@ -147,6 +163,8 @@ class SparkQuery:
         deduplicated: for Structured Streaming, ``(view, Spark SQL, keys)`` of each ranked
             subquery: the view the query reads instead, rows of the SQL without duplicates by
             ``keys``; register them in order before running the query.
+        sessions: the ``SESSION`` window table functions, each read as a view of the rows of
+            closed sessions: the query then runs over each micro-batch of that view.
     """
 
     text: str
@@ -155,6 +173,7 @@ class SparkQuery:
     joins: tuple[str, ...] = ()
     first_rows: tuple[FirstRow, ...] = ()
     deduplicated: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    sessions: tuple[SessionCall, ...] = ()
 
 
 def spark_string(value: str) -> str:
@@ -245,6 +264,7 @@ class _QueryRewriter:
         self.first_rows: list[FirstRow] = []
         #: ``(name, Spark SQL, keys)``: views whose rows Structured Streaming deduplicates
         self.deduplicated: list[tuple[str, str, tuple[str, ...]]] = []
+        self.sessions: list[SessionCall] = []
         # qualified table names (catalog.database.table): Spark reads the table's view by name
         self.qualified = {
             start: stop for _, start, stop in table_references(tokens) if stop - start > 1
@@ -462,9 +482,34 @@ class _QueryRewriter:
             end += 1
         listed = self.sql(at + 2, end)
         names = {t.value.upper() for t in self.tokens[at + 2 : end] if t.kind in (IDENT, QIDENT)}
-        if names & {"WINDOW_START", "WINDOW_END"}:
+        if self.sessions:
+            self.session_keys(at, end)
+        elif names & {"WINDOW_START", "WINDOW_END"}:
             listed = f"{listed} , {WINDOW_COLUMN}"
         return f"GROUP BY {listed}", end
+
+    def session_keys(self, at: int, end: int) -> None:
+        """A ``SESSION`` window aggregation groups by ``window_start``, ``window_end`` and the
+        ``PARTITION BY`` columns, nothing else, as Flink requires (its sessions are per
+        partition key)."""
+        session = self.sessions[-1]
+        names = []
+        for start, stop in self.arguments(at + 2, end):
+            plain = self._plain_columns(self.tokens[start:stop])
+            if len(plain) != 1:
+                names.append(self.sql(start, stop))
+            else:
+                names.append(plain[0])
+        upper = {n.upper() for n in names}
+        wanted = {"WINDOW_START", "WINDOW_END", *(k.upper() for k in session.keys)}
+        if upper != wanted or len(self.sessions) > 1:
+            keys = ", ".join(session.keys) or "none"
+            raise self.error(
+                f"a SESSION window aggregation groups by window_start, window_end and its "
+                f"PARTITION BY columns ({keys}), as Flink requires; this one groups by "
+                f"{', '.join(names)}",
+                self.tokens[at],
+            )
 
     def call(self, name_at: int, close_at: int) -> str:
         """Spark SQL for the call of the function named at ``name_at``, whose argument list
@@ -546,12 +591,14 @@ class _QueryRewriter:
         outer_close = self.closing(table_at + 1)
         fn = self.tokens[table_at + 2]
         if not (fn.kind == IDENT and self.is_symbol(table_at + 3, "(")):
-            raise self.error("expected a window function (TUMBLE, HOP, CUMULATE) in TABLE(...)", fn)
+            raise self.error(
+                "expected a window function (TUMBLE, HOP, CUMULATE, SESSION) in TABLE(...)", fn
+            )
         kind = fn.value.upper()
-        if kind not in ("TUMBLE", "HOP", "CUMULATE"):
+        if kind not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
             raise self.error(
                 f"table function {fn.value} has no translation; the window functions TUMBLE, "
-                f"HOP and CUMULATE do",
+                f"HOP, CUMULATE and SESSION do",
                 fn,
             )
         inner_close = self.closing(table_at + 3)
@@ -569,6 +616,7 @@ class _QueryRewriter:
             "TUMBLE": ["DATA", "TIMECOL", "SIZE", "OFFSET"],
             "HOP": ["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"],
             "CUMULATE": ["DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"],
+            "SESSION": ["DATA", "TIMECOL", "GAP", ""],
         }[kind]
         for name, span in zip(order, positional, strict=False):
             named.setdefault(name, span)
@@ -578,11 +626,18 @@ class _QueryRewriter:
         start, stop = named["DATA"]
         if not self.tokens[start].is_word("TABLE"):
             raise self.error(f"{kind}'s first argument is TABLE <name>", self.tokens[start])
-        data = self.sql(start + 1, stop)
+        partition = next(
+            (at for at in range(start + 1, stop) if self.is_word(at, "PARTITION")), stop
+        )
+        data = self.sql(start + 1, partition)
         start, stop = named["TIMECOL"]
         if not (self.tokens[start].is_word("DESCRIPTOR") and self.is_symbol(start + 1, "(")):
             raise self.error(f"{kind}'s time column is DESCRIPTOR(<column>)", self.tokens[start])
         column = self.sql(start + 2, self.closing(start + 1))
+        if kind == "SESSION":
+            return self.session_tvf(fn, data, column, named, partition), outer_close + 1
+        if partition < named["DATA"][1]:
+            raise self.error(f"{kind} takes no PARTITION BY", self.tokens[partition])
         size = self.interval_ms(*named["SIZE"])
         step = self.interval_ms(*named[{"TUMBLE": "SIZE", "HOP": "SLIDE"}.get(kind, "STEP")])
         offset = self.interval_ms(*named["OFFSET"]) if "OFFSET" in named else 0
@@ -594,6 +649,33 @@ class _QueryRewriter:
         )
         subquery = _window_subquery(kind, data, column, size, step, offset, self.streaming)
         return subquery, outer_close + 1
+
+    def session_tvf(
+        self, fn: Token, data: str, column: str, named: dict[str, Span], partition: int
+    ) -> str:
+        """``SESSION(TABLE data [PARTITION BY k, ...], DESCRIPTOR(ts), gap)``: recorded in
+        :attr:`sessions`, and read as the view of its rows in closed sessions."""
+        _, data_stop = named["DATA"]
+        keys: tuple[str, ...] = ()
+        if partition < data_stop:
+            at = partition + 1
+            if not self.is_word(at, "BY"):
+                raise self.error("expected PARTITION BY <columns>", self.tokens[partition])
+            listed = self.tokens[at + 1 : data_stop]
+            if listed and listed[0].kind == SYMBOL and listed[0].value == "(":
+                listed = listed[1:-1]
+            keys = self._plain_columns(listed)
+            if not keys:
+                raise self.error(
+                    "SESSION's PARTITION BY takes column names", self.tokens[partition]
+                )
+        gap = self.interval_ms(*named["GAP"])
+        if gap <= 0:
+            raise self.error("SESSION's gap must be positive", fn)
+        view = f"__dkf_session_{len(self.sessions)}"
+        self.sessions.append(SessionCall(view, data, column, gap, keys, fn.line, fn.column))
+        self.windows.append(WindowCall("SESSION", column, gap, gap, 0, fn.line, fn.column))
+        return f"(SELECT * FROM {view})"
 
     def group_window(self, name_at: int, args: list[Span]) -> str:
         """Legacy group windows: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)`` and helpers."""
@@ -884,6 +966,7 @@ def translate_query(
         kinds,
         tuple(rewriter.first_rows),
         tuple(rewriter.deduplicated),
+        tuple(rewriter.sessions),
     )
 
 

@@ -195,6 +195,47 @@ def test_an_aggregate_with_having_deletes_groups_that_leave_it_as_flink(
     assert folded(kafka_bootstrap, ours) == expected
 
 
+def test_session_windows_merge_late_rows_into_open_sessions_as_flink(
+    kafka_bootstrap: str, new_topic: Any, resources: dict, oracle: Any, tmp_path: Any
+) -> None:
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    defs = build_flink_sql_definitions(script("session_event_time.sql", source, ours))
+    [insert_asset] = [a for a in defs.assets if a.is_materializable]
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    # run 1: sessions that touch merge ([0, 5) and [5, 10)); the watermark ends at 15 s
+    send(kafka_bootstrap, source, [
+        order(1, "web", 10, 0), order(2, "web", 5, 5), order(3, "app", 7, 20),
+        order(4, "web", 1, 20),
+    ])  # fmt: skip
+    first = materialize_all(defs, resources, instance)["channel_sessions"]
+    assert first["numRecordsIn"] == 4
+    rows = values(kafka_bootstrap, ours)
+    assert [(r["channel"], r["orders"], r["window_end"]) for r in rows] == [
+        ("web", 2, "2026-11-20 00:00:10")
+    ]
+    # run 2: 12 s opens [12, 17); 9 s is behind the watermark on its own ([9, 14)) but joins
+    # that open session, as Flink merges it; 8.5 s (app) joins no open session: dropped;
+    # 25 s touches web's [20, 25); 40 s moves the watermark to 35 s
+    send(kafka_bootstrap, source, [
+        order(5, "web", 2, 12), order(6, "web", 3, 9), order(7, "app", 100, 8.5),
+        order(8, "web", 4, 25), order(9, "web", 6, 40),
+    ])  # fmt: skip
+    materialize_all(defs, resources, instance)
+    oracle.run(
+        for_flink(script("session_event_time.sql", source, theirs)), bootstrap=kafka_bootstrap
+    )
+    expected = closed(values(kafka_bootstrap, theirs), T0 + timedelta(seconds=35))
+    session = lambda r: (r["channel"], r["window_start"])  # noqa: E731
+    assert sorted(map(session, expected)) == [
+        ("app", "2026-11-20 00:00:20"),
+        ("web", "2026-11-20 00:00:00"),
+        ("web", "2026-11-20 00:00:09"),
+        ("web", "2026-11-20 00:00:20"),
+    ]
+    assert sorted(values(kafka_bootstrap, ours), key=session) == sorted(expected, key=session)
+    assert insert_asset.specs_by_key[insert_asset.key].metadata["flink_sql/run_mode"] == "stateful"
+
+
 def test_a_python_stateful_asset_windows_a_streaming_query(
     kafka_bootstrap: str, new_topic: Any, resources: dict, tmp_path: Any
 ) -> None:
