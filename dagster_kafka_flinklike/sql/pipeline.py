@@ -697,6 +697,17 @@ def plan_flink_sql(
                 column=1,
             )
         event_times = _event_times(st, query, sources, watermarks) if windows is None else None
+        session = next((w for w in query.windows if w.kind == "SESSION"), None)
+        if session is not None and event_times is None:
+            raise FlinkSqlError(
+                f"INSERT INTO {st.target}: a SESSION window runs only as an event-time window "
+                f"aggregation on a source's WATERMARK column (GROUP BY window_start, window_end"
+                f"), on Structured Streaming"
+                + (", in a pipeline without time partitions" if windows is not None else "")
+                + "; its sessions close on gaps in event time, which bounded runs cannot see.",
+                line=session.line,
+                column=session.column,
+            )
         # an interval join reads the sources' time attributes (Flink drops its late rows)
         timed = _time_attributes_read(st.query, sources, watermarks) if query.joins else []
         output_mode = "append"
@@ -732,17 +743,6 @@ def plan_flink_sql(
             )
         else:
             mode = _mode(st, query, sink, sources, windows)
-        session = next((w for w in query.windows if w.kind == "SESSION"), None)
-        if session is not None and mode != RunMode.STATEFUL:
-            raise FlinkSqlError(
-                f"INSERT INTO {st.target}: a SESSION window runs only as an event-time window "
-                f"aggregation on a source's WATERMARK column (GROUP BY window_start, window_end"
-                f"), on Structured Streaming"
-                + (", in a pipeline without time partitions" if windows is not None else "")
-                + "; its sessions close on gaps in event time, which bounded runs cannot see.",
-                line=session.line,
-                column=session.column,
-            )
         persisted = tuple(c.name for c in sink.columns if c.expression is None and not c.virtual)
         # Flink maps an INSERT's columns by position; a CTAS table's columns are the query's
         columns = () if st.table is not None and st.table.as_query else st.column_names or persisted

@@ -99,7 +99,7 @@ def test_window_tvfs_positional_and_named() -> None:
     [
         ("SELECT *\nFROM t MATCH_RECOGNIZE (x)", (2, 8), "MATCH_RECOGNIZE"),
         ("SELECT * FROM t FOR SYSTEM_TIME AS OF x", (1, 17), "temporal joins"),
-        ("SELECT 1 FROM t GROUP BY SESSION(ts, INTERVAL '1' MINUTE)", (1, 26), "SESSION"),
+        ("SELECT 1 FROM t GROUP BY SESSION(ts, INTERVAL '1' MINUTE)", (1, 26), "SESSION group"),
         ("SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), 10))", (1, 53), "INTERVAL"),
         ("SELECT * FROM TABLE(FOO(TABLE t))", (1, 21), "FOO has no translation"),
         ("SELECT CAST(x AS NOPE)", (1, 18), "NOPE"),
@@ -348,6 +348,7 @@ WINDOWED = (
         WINDOWED.format(fn="TUMBLE", more=""),
         WINDOWED.format(fn="HOP", more=", INTERVAL '5' MINUTE"),
         WINDOWED.format(fn="CUMULATE", more=", INTERVAL '5' MINUTE"),
+        WINDOWED.format(fn="SESSION", more=""),
         "INSERT INTO s SELECT window_start, COUNT(DISTINCT x) FROM TABLE(TUMBLE(TABLE t, "
         "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
         "INSERT INTO s SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM t "
@@ -361,7 +362,11 @@ def test_windows_on_a_watermark_column_run_stateful(query: str) -> None:
     assert insert.mode == RunMode.STATEFUL
     assert {n: (t.column, t.delay_ms) for n, t in insert.event_times.items()} == {"t": ("ts", 5000)}
     # grouped by the window itself too: the column Spark's watermark follows
-    assert "__dkf_w" in insert.query.text.split("GROUP BY")[-1] or "window(ts" in insert.query.text
+    assert (
+        "__dkf_w" in insert.query.text.split("GROUP BY")[-1]
+        or "window(ts" in insert.query.text
+        or insert.query.sessions  # (the query runs per micro-batch of closed sessions)
+    )
 
 
 @pytest.mark.parametrize(
@@ -535,6 +540,58 @@ def test_an_event_time_window_over_a_changelog_source_is_refused() -> None:
     query = WINDOWED.format(fn="TUMBLE", more="")
     with pytest.raises(FlinkSqlError, match="source t is a changelog"):
         plan_flink_sql(source + table("s", columns=SINK) + query)
+
+
+def test_a_session_window_reads_its_closed_sessions_per_partition_key() -> None:
+    [insert] = plan_flink_sql(
+        table("t", columns=ROWTIME + ", k STRING")
+        + table("s", columns="k STRING, ws TIMESTAMP(3), n BIGINT")
+        + "INSERT INTO s SELECT k, window_start, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION "
+        "BY k, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY k, window_start, window_end;"
+    ).inserts
+    assert insert.mode.value == "stateful"
+    [session] = insert.query.sessions
+    assert (session.data, session.time_column, session.gap_ms, session.keys) == (
+        "t", "ts", 30_000, ("k",)
+    )  # fmt: skip
+    assert f"FROM (SELECT * FROM {session.view})" in insert.query.text
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        # Flink's sessions are per PARTITION BY key: grouping by another column is refused
+        (
+            "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE t, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY x, window_start, window_end;",
+            r"PARTITION BY columns \(none\), as Flink requires; this one groups by x, window_",
+        ),
+        (
+            "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE t, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start;",
+            "groups by window_start, window_end",
+        ),
+        # no WATERMARK on the time column: no stateful run, and bounded runs cannot close sessions
+        (
+            "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE u, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+            "a SESSION window runs only as an event-time window aggregation",
+        ),
+        (
+            "INSERT INTO s SELECT window_start, 1 FROM TABLE(SESSION(TABLE t, DESCRIPTOR(ts), "
+            "INTERVAL '1' MINUTE));",
+            "a SESSION window runs only as an event-time window aggregation",
+        ),
+    ],
+)
+def test_session_windows_flink_would_not_run_the_same_are_refused(query: str, words: str) -> None:
+    script = (
+        table("t", columns=ROWTIME)
+        + table("u", columns="x INT, ts TIMESTAMP(3)", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table("s", columns=SINK)
+    )
+    with pytest.raises(FlinkSqlError, match=words):
+        plan_flink_sql(script + query)
 
 
 def test_an_interval_join_is_refused_into_an_upsert_sink_too() -> None:
