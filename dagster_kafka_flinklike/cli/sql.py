@@ -64,8 +64,8 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
             )
         try:
             result = insert.run_query(spark, frames)
-            if isinstance(result, BatchQuery):  # (the query over the rows of sessions)
-                result = result.per_batch(result.stream)
+            if isinstance(result, BatchQuery):  # (e.g. the query over the rows of sessions)
+                result = result.result()
             result.schema  # noqa: B018 (analysis happens here)
         except Exception as exc:  # Spark's analysis errors, reported per insert
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -153,16 +153,20 @@ def _fence_group(transactional_id: str, query_id: str) -> str:
 
 @dataclass(frozen=True)
 class BatchQuery:
-    """A stateful query in two steps: ``stream``, a streaming frame whose micro-batches each
-    hold complete groups (e.g. the rows of closed sessions), and ``per_batch``, the batch query
-    each micro-batch then goes through before it is written.
+    """A stateful query with what it needs besides its streaming frame: ``stream``, whose
+    micro-batches may each hold complete groups (e.g. the rows of closed sessions), and
+    ``per_batch``, a batch query each micro-batch then goes through before it is written.
 
     ``settings`` are Spark settings the streaming query starts with (kept in its checkpoint).
     """
 
     stream: DataFrame
-    per_batch: Callable[[DataFrame], DataFrame]
+    per_batch: Callable[[DataFrame], DataFrame] | None = None
     settings: tuple[tuple[str, str], ...] = ()
+
+    def result(self) -> DataFrame:
+        """What a micro-batch becomes, over the whole stream (for analysis: its schema)."""
+        return self.stream if self.per_batch is None else self.per_batch(self.stream)
 
 
 @dataclass

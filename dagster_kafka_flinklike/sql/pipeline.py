@@ -44,7 +44,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,10 +56,12 @@ from .statements import CreateTable, CreateView, InsertInto, SetOption, Watermar
 from .translate import (
     WINDOW_BOUNDS,
     SparkQuery,
+    TopN,
     WindowCall,
     having_as_row_kind,
     translate_query,
     watermark_delay_ms,
+    with_row_kind,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +149,7 @@ class SqlInsert:
         is analysed (Spark fixes time zones then) and are restored afterwards. A query over a
         ``SESSION`` window table function (streaming frames) is a
         :class:`~..run.stateful.BatchQuery`: the rows of closed sessions as they close
-        (:func:`~..run.sessions.flink_sessions`), and the query over each micro-batch of them.
+        (:func:`~..run.processors.flink_sessions`), and the query over each micro-batch of them.
 
         Raises:
             KafkaConnectorError: the query returns a different number of columns than the
@@ -161,9 +163,15 @@ class SqlInsert:
                 spark.sql(text, args=bounds).createOrReplaceTempView(name)
             for name, text, keys in self.query.deduplicated:
                 spark.sql(text).dropDuplicates(list(keys)).createOrReplaceTempView(name)
+            for top in self.query.top_n:
+                self._top_n(spark, top).createOrReplaceTempView(top.view)
             if self.query.sessions:
                 return self._sessions(spark)
             result = spark.sql(self.query.text, args=bounds)
+        if self.query.top_n:  # transformWithState's state lives in RocksDB
+            from ..run.stateful import ROCKSDB_STATE_STORE, BatchQuery
+
+            return BatchQuery(self._sink_columns(result), settings=(ROCKSDB_STATE_STORE,))
         return self._sink_columns(result)
 
     @contextmanager
@@ -181,7 +189,7 @@ class SqlInsert:
                     spark.conf.set(key, old)
 
     def _sessions(self, spark: SparkSession) -> BatchQuery:
-        from ..run.sessions import flink_sessions
+        from ..run.processors import flink_sessions
         from ..run.stateful import ROCKSDB_STATE_STORE, BatchQuery
 
         [session] = self.query.sessions
@@ -194,6 +202,12 @@ class SqlInsert:
         return BatchQuery(
             rows, functools.partial(self._per_batch, session.view), (ROCKSDB_STATE_STORE,)
         )
+
+    def _top_n(self, spark: SparkSession, top: TopN) -> DataFrame:
+        from ..options import ROW_KIND
+        from ..run.processors import flink_top_n
+
+        return flink_top_n(spark.sql(top.text), top.keys, top.orders, top.limit, ROW_KIND)
 
     def _per_batch(self, view: str, batch: DataFrame) -> DataFrame:
         """The query over one micro-batch of closed sessions' rows (read as ``view``)."""
@@ -466,6 +480,42 @@ def _stream_first_rows(
     return True
 
 
+def _stream_top_n(
+    query: SparkQuery,
+    sink: KafkaTableSpec,
+    sources: Mapping[str, KafkaTableSpec],
+    text: str,
+    span: tuple[int, int],
+) -> SparkQuery | None:
+    """The query translated for Structured Streaming with its Top-N (``ROW_NUMBER() OVER
+    (PARTITION BY k ORDER BY c [DESC], ...)`` kept ``<= n`` or ``< n``, its rank not written)
+    as Flink's append-only Top-N of insert-only sources into an upsert sink, or None for any
+    other query. Each run writes the rows that entered a key's top and deletes those pushed out
+    of it, as Flink does."""
+    flink = text[span[0] : span[1]]
+    if not (sink.is_upsert and _plain_inserts(sources)) or query.windows or query.joins:
+        return None
+    if not (_rows_that_leave(flink) or "").startswith("a Top-N (ROW_NUMBER"):
+        return None
+    if sorted(s[0] for s in query.stateful) != ["ORDER BY", "OVER"]:
+        return None
+    streamed = translate_query(with_row_kind(text, *span), streaming=True, top_n=True)
+    if len(streamed.top_n) != 1:
+        return None
+    top = streamed.top_n[0]
+    alias = re.escape(top.alias)
+    kept = re.findall(rf"\b{alias}\s*(<=|<)\s*([0-9]+)\b", flink, re.I)
+    select_list = re.split(r"\bFROM\b", flink, maxsplit=1, flags=re.I)[0]
+    written = re.search(rf"\b{alias}\b|(?<!\()\*", select_list, re.I)
+    if len(kept) != 1 or len(re.findall(rf"\b{alias}\b", flink, re.I)) != 2 or written:
+        return None  # the rank itself written, or another filter on it: Flink updates ranks
+    op, number = kept[0]
+    limit = int(number) - (1 if op == "<" else 0)
+    if limit < 1:
+        return None
+    return replace(streamed, top_n=(replace(top, limit=limit),))
+
+
 def _time_attributes_read(
     text: str, sources: Mapping[str, KafkaTableSpec], watermarks: Mapping[str, Watermark]
 ) -> list[str]:
@@ -727,6 +777,8 @@ def plan_flink_sql(
             query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
         elif windows is None and query.joins and not timed and _stream_join(query, sources):
             mode = RunMode.STATEFUL
+        elif windows is None and (top_n := _stream_top_n(query, sink, sources, text, st.query_span)):
+            mode, query = RunMode.STATEFUL, top_n
         elif windows is None and _stream_first_rows(query, sources, st.query, text):
             mode = RunMode.STATEFUL
             query = translate_query(text, *st.query_span, streaming=True)

@@ -41,12 +41,14 @@ __all__ = [
     "FirstRow",
     "SessionCall",
     "SparkQuery",
+    "TopN",
     "WindowCall",
     "having_as_row_kind",
     "spark_string",
     "translate_expression",
     "translate_query",
     "watermark_delay_ms",
+    "with_row_kind",
 ]
 
 #: Aggregate functions: a query calling one outside OVER keeps per-group state.
@@ -114,6 +116,24 @@ class WindowCall:
 
 
 @dataclass(frozen=True)
+class TopN:
+    """A Top-N subquery (``ROW_NUMBER() OVER (PARTITION BY keys ORDER BY orders) AS alias``),
+    read for Structured Streaming as ``view``: the changes of each key's top rows of ``text``
+    (the subquery without its ranking column), each ``orders`` entry ``(column,
+    descending)``."""
+
+    view: str
+    text: str
+    alias: str
+    keys: tuple[str, ...]
+    orders: tuple[tuple[str, bool], ...]
+    line: int
+    column: int
+    #: How many rows per key the query keeps (its filter on ``alias``), once planned.
+    limit: int = 0
+
+
+@dataclass(frozen=True)
 class SessionCall:
     """A ``SESSION`` window table function: the view the query reads instead (the rows of
     ``data``, a Spark SQL relation, each with its closed session's ``window_start``,
@@ -165,6 +185,8 @@ class SparkQuery:
             ``keys``; register them in order before running the query.
         sessions: the ``SESSION`` window table functions, each read as a view of the rows of
             closed sessions: the query then runs over each micro-batch of that view.
+        top_n: translated with ``top_n``, the ranked subqueries read as views of their Top-N
+            changes.
     """
 
     text: str
@@ -174,6 +196,7 @@ class SparkQuery:
     first_rows: tuple[FirstRow, ...] = ()
     deduplicated: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     sessions: tuple[SessionCall, ...] = ()
+    top_n: tuple[TopN, ...] = ()
 
 
 def spark_string(value: str) -> str:
@@ -255,8 +278,10 @@ class _QueryRewriter:
     (:attr:`windows`) it meets.
     """
 
-    def __init__(self, tokens: list[Token], streaming: bool = False) -> None:
+    def __init__(self, tokens: list[Token], streaming: bool = False, top_n: bool = False) -> None:
         self.tokens = tokens
+        #: read ranked subqueries as Top-N views (:attr:`top_n`), not as deduplications
+        self.as_top_n = top_n
         #: Spark Structured Streaming: group windows by the window itself (see :meth:`group_by`)
         self.streaming = streaming
         self.stateful: list[tuple[str, int, int]] = []
@@ -265,6 +290,7 @@ class _QueryRewriter:
         #: ``(name, Spark SQL, keys)``: views whose rows Structured Streaming deduplicates
         self.deduplicated: list[tuple[str, str, tuple[str, ...]]] = []
         self.sessions: list[SessionCall] = []
+        self.top_n: list[TopN] = []
         # qualified table names (catalog.database.table): Spark reads the table's view by name
         self.qualified = {
             start: stop for _, start, stop in table_references(tokens) if stop - start > 1
@@ -318,6 +344,11 @@ class _QueryRewriter:
         from_at = spans[0][1]  # the select list ends at the first top-level FROM
         items = self.arguments(open_at + 2, from_at)
         for index, (start, stop) in enumerate(items):
+            if self.as_top_n:
+                top = self._top_n_item(start, stop)
+                if top is not None:
+                    return self._top_n_view(top, items, index, from_at, close_at)
+                continue
             ranked = self._ranked_item(start, stop)
             if ranked is None:
                 continue
@@ -339,6 +370,60 @@ class _QueryRewriter:
             self.deduplicated.append((name, text, keys))
             return f"(SELECT *, 1 AS {alias} FROM {name})"
         return None
+
+    def _top_n_view(
+        self, top: tuple[str, tuple[str, ...], tuple[tuple[str, bool], ...]], items: list[Span],
+        index: int, from_at: int, close_at: int,
+    ) -> str:  # fmt: skip
+        """The ranked subquery as the view of its Top-N's changes (:attr:`top_n`)."""
+        alias, keys, orders = top
+        others = [self.sql(*item) for n, item in enumerate(items) if n != index]
+        name = f"__dkf_top_{len(self.top_n)}"
+        text = f"SELECT {', '.join(others)} {self.sql(from_at, close_at)}"
+        tok = self.tokens[items[index][0]]
+        self.top_n.append(TopN(name, text, alias, keys, orders, tok.line, tok.column))
+        return f"(SELECT *, 1 AS {alias} FROM {name})"
+
+    def _top_n_item(
+        self, start: int, stop: int
+    ) -> tuple[str, tuple[str, ...], tuple[tuple[str, bool], ...]] | None:
+        """``(alias, partition keys, ((order column, descending), ...))`` of a select item
+        ``ROW_NUMBER() OVER (PARTITION BY k, ... ORDER BY c [ASC|DESC], ...) [AS] alias`` over
+        plain columns, else None."""
+        toks = self.tokens
+        if not (
+            toks[start].is_word("ROW_NUMBER")
+            and self.is_symbol(start + 1, "(")
+            and self.is_symbol(start + 2, ")")
+            and self.is_word(start + 3, "OVER")
+            and self.is_symbol(start + 4, "(")
+        ):
+            return None
+        over_close = self.closing(start + 4)
+        rest = [t for t in toks[over_close + 1 : stop] if not t.is_word("AS")]
+        if len(rest) != 1 or rest[0].kind not in (IDENT, QIDENT):
+            return None
+        inside = toks[start + 5 : over_close]
+        words = [t.value.upper() if t.kind == IDENT else "" for t in inside]
+        if words[:2] != ["PARTITION", "BY"] or "ORDER" not in words:
+            return None
+        order_at = words.index("ORDER")
+        keys = self._plain_columns(inside[2:order_at])
+        if not keys or words[order_at + 1 : order_at + 2] != ["BY"]:
+            return None
+        orders: list[tuple[str, bool]] = []
+        item: list[Token] = []
+        for tok in [*inside[order_at + 2 :], None]:
+            if tok is not None and not (tok.kind == SYMBOL and tok.value == ","):
+                item.append(tok)
+                continue
+            descending = bool(item) and item[-1].is_word("DESC")
+            column = self._plain_columns(item, trailing=("ASC", "DESC"))
+            if len(column) != 1:
+                return None
+            orders.append((column[0], descending))
+            item = []
+        return rest[0].value, keys, tuple(orders)
 
     def _ranked_item(self, start: int, stop: int) -> tuple[str, tuple[str, ...], str] | None:
         """``(alias, partition keys, order column)`` of a select item ``ROW_NUMBER() OVER
@@ -939,11 +1024,17 @@ def _tokens(text: str, start: int, end: int) -> list[Token]:
 
 
 def translate_query(
-    text: str, start: int = 0, end: int | None = None, *, streaming: bool = False
+    text: str,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    streaming: bool = False,
+    top_n: bool = False,
 ) -> SparkQuery:
     """Translate the Flink SQL query at ``text[start:end]`` (a whole script is fine: positions
     in errors are the script's lines and columns); with ``streaming``, for Spark Structured
-    Streaming (window aggregations group by the window column that carries the watermark).
+    Streaming (window aggregations group by the window column that carries the watermark);
+    with ``top_n``, ranked subqueries are read as views of their Top-N changes (:class:`TopN`).
 
     Raises:
         FlinkSqlError: a construct with no faithful translation, with its line and column.
@@ -953,7 +1044,7 @@ def translate_query(
         'SELECT current_timestamp() AS t , struct(a, b) AS r FROM s'
     """
     end = len(text) if end is None else end
-    rewriter = _QueryRewriter(_tokens(text, start, end), streaming)
+    rewriter = _QueryRewriter(_tokens(text, start, end), streaming, top_n)
     spark = rewriter.sql(0, len(rewriter.tokens))
     without_join = joins_without_join(rewriter.tokens)
     joins = [("JOIN", t.line, t.column) for t in without_join]
@@ -967,6 +1058,7 @@ def translate_query(
         tuple(rewriter.first_rows),
         tuple(rewriter.deduplicated),
         tuple(rewriter.sessions),
+        tuple(rewriter.top_n),
     )
 
 
@@ -1029,6 +1121,20 @@ def having_as_row_kind(text: str, start: int = 0, end: int | None = None) -> str
         f"{text[start : tokens[source].start]}, CASE WHEN ({condition}) THEN '+U' ELSE '-D' "
         f"END AS `{ROW_KIND}` {text[tokens[source].start : tokens[having].start]}{tail}"
     )
+
+
+def with_row_kind(text: str, start: int = 0, end: int | None = None) -> str:
+    """The query at ``text[start:end]`` with :data:`~..options.ROW_KIND` as its last column
+    (before its top-level ``FROM``): a changelog the query reads passes its row kinds on."""
+    from ..options import ROW_KIND
+
+    end = len(text) if end is None else end
+    tokens = _tokens(text, start, end)
+    spans = top_level_spans(tokens, lambda t: _role(t, lambda u: u.is_word("FROM")), 0, len(tokens))
+    if len(spans) < 2:
+        return text[start:end]
+    source = tokens[spans[0][1]].start
+    return f"{text[start:source]}, `{ROW_KIND}` {text[source:end]}"
 
 
 def translate_expression(text: str) -> str:

@@ -1,6 +1,10 @@
-"""Flink's session windows on Spark Structured Streaming.
+"""Flink's stateful operators that Spark SQL has no counterpart for, as Structured Streaming
+processors (``transformWithState``): session windows and Top-N.
 
-Spark's own ``session_window`` drops every row whose own session ``[t, t + gap)`` is behind the
+Rows cross into Python with their timestamps as epoch microseconds (or text, without a zone),
+exact in any time zone, and back.
+
+Session windows (:func:`flink_sessions`). Spark's own ``session_window`` drops every row whose own session ``[t, t + gap)`` is behind the
 watermark. Flink drops such a row only if the session it joins is closed: a late row that
 touches a session still open merges into it and counts. So sessions here are assigned by a
 stateful processor (``transformWithState``) that follows Flink's rule, per key:
@@ -26,11 +30,45 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["flink_sessions"]
+__all__ = ["flink_sessions", "flink_top_n"]
 
 #: Columns the processor adds: the row's event time (epoch ms) and its key.
 _TIME, _KEY = "__dkf_session_t", "__dkf_session_key"
 _START, _END = "__dkf_session_start", "__dkf_session_end"
+
+
+def _to_python(frame: DataFrame) -> list[Any]:
+    """``frame``'s columns as they cross into Python: timestamps as epoch microseconds (and
+    without the watermark a time column carries, which would drop late rows before the
+    processor has seen them), timestamps without a zone as text."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for field in frame.schema.fields:
+        kind = field.dataType.typeName()
+        if kind == "timestamp":
+            columns.append(F.unix_micros(F.col(field.name)).alias(field.name))
+        elif kind == "timestamp_ntz":
+            columns.append(F.col(field.name).cast("string").alias(field.name))
+        else:
+            columns.append(F.col(field.name))
+    return columns
+
+
+def _from_python(frame: DataFrame) -> list[Any]:
+    """The columns :func:`_to_python` encoded, back as ``frame``'s types."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for field in frame.schema.fields:
+        kind = field.dataType.typeName()
+        if kind == "timestamp":
+            columns.append(F.timestamp_micros(F.col(field.name)).alias(field.name))
+        elif kind == "timestamp_ntz":
+            columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
+        else:
+            columns.append(F.col(field.name))
+    return columns
 
 
 def _merged(intervals: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -44,7 +82,7 @@ def _merged(intervals: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return sessions
 
 
-def _processor(gap_ms: int, state_schema: Any, time_at: int, names: Sequence[str]) -> Any:
+def _session_processor(gap_ms: int, state_schema: Any, time_at: int, names: Sequence[str]) -> Any:
     from pyspark.sql import Row
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
@@ -122,19 +160,7 @@ def flink_sessions(
     from pyspark.sql.types import LongType, StructField, StructType
 
     columns = list(frame.columns)
-    types = {f.name: f.dataType for f in frame.schema.fields}
-    # timestamps cross into Python as epoch microseconds (or text, without a zone): exact, in
-    # any zone; and the time column then carries no watermark, which would drop late rows
-    # before Flink's rule has seen them
-    encoded = []
-    for name in columns:
-        kind = types[name].typeName()
-        if kind == "timestamp":
-            encoded.append(F.unix_micros(F.col(name)).alias(name))
-        elif kind == "timestamp_ntz":
-            encoded.append(F.col(name).cast("string").alias(name))
-        else:
-            encoded.append(F.col(name))
+    encoded = _to_python(frame)
     time = F.unix_millis(F.col(time_column).cast("timestamp"))
     key_columns = [F.col(k) for k in keys] or [F.lit(0).alias(_KEY)]
     source = frame.select(
@@ -146,21 +172,101 @@ def flink_sessions(
     out = StructType(
         [*state.fields, StructField(_START, LongType()), StructField(_END, LongType())]
     )
-    processor = _processor(gap_ms, state, len(columns), out.fieldNames())
+    processor = _session_processor(gap_ms, state, len(columns), out.fieldNames())
     grouped = source.groupBy(*[f"{_KEY}_{n}" for n in range(len(key_columns))])
     sessions = grouped.transformWithState(processor, out, "Append", "EventTime")
-    decoded = []
-    for name in columns:
-        kind = types[name].typeName()
-        if kind == "timestamp":
-            decoded.append(F.timestamp_micros(F.col(name)).alias(name))
-        elif kind == "timestamp_ntz":
-            decoded.append(F.col(name).cast(types[name]).alias(name))
-        else:
-            decoded.append(F.col(name))
+    decoded = _from_python(frame)
     return sessions.select(
         *decoded,
         F.timestamp_millis(F.col(_START)).alias("window_start"),
         F.timestamp_millis(F.col(_END)).alias("window_end"),
         F.timestamp_millis(F.col(_END) - 1).alias("window_time"),
     )
+
+
+def _rank_order(orders: Sequence[tuple[int, bool]]) -> Any:
+    """A sort key of rows by ``orders`` (``(position, descending)``), NULL lowest (first
+    ascending, last descending), as Flink sorts."""
+    import functools
+
+    def compare(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
+        for at, descending in orders:
+            x, y = a[at], b[at]
+            if x == y:
+                continue
+            if x is None or y is None:
+                order = -1 if x is None else 1
+            else:
+                order = -1 if x < y else 1
+            return -order if descending else order
+        return 0
+
+    return functools.cmp_to_key(compare)
+
+
+def _top_n_processor(
+    limit: int, state_schema: Any, orders: Sequence[tuple[int, bool]], names: Sequence[str]
+) -> Any:
+    from pyspark.sql import Row
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class FlinkTopN(StatefulProcessor):  # type: ignore[misc]
+        """Each key's top rows, in rank order; a row that enters them is inserted, one pushed
+        out deleted (before the insert), as Flink's append-only Top-N writes them."""
+
+        emitted = Row(*names)
+
+        def init(self, handle: Any) -> None:
+            self.rows = handle.getListState("top", state_schema)
+            self.rank = _rank_order(orders)  # (built where it runs: it does not pickle)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Any:
+            top = [tuple(r) for r in self.rows.get()] if self.rows.exists() else []
+            out = []
+            for row in rows:  # in the order read: a tie ranks the earlier row first
+                row = tuple(row)
+                at = sum(1 for t in top if self.rank(t) <= self.rank(row))
+                if at >= limit:
+                    continue
+                top.insert(at, row)
+                if len(top) > limit:
+                    out.append(self.emitted(*top.pop(), "-D"))
+                out.append(self.emitted(*row, "+I"))
+            self.rows.clear()
+            if top:
+                self.rows.put(top)
+            return iter(out)
+
+        def close(self) -> None:
+            pass
+
+    return FlinkTopN()
+
+
+def flink_top_n(
+    frame: DataFrame,
+    keys: Sequence[str],
+    orders: Sequence[tuple[str, bool]],
+    limit: int,
+    row_kind: str,
+) -> DataFrame:
+    """The changes of the top ``limit`` rows of ``frame`` (insert-only, streaming) per ``keys``,
+    ranked by ``orders`` (``(column, descending)``), with their Flink row kind in column
+    ``row_kind``: ``+I`` for a row that enters the top, ``-D`` for one pushed out of it. Only
+    the top rows are kept in state, as Flink's append-only Top-N keeps them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    columns = list(frame.columns)
+    lower = [c.lower() for c in columns]
+    source = frame.select(
+        *_to_python(frame),
+        *[F.col(k).alias(f"{_KEY}_{n}") for n, k in enumerate(keys)],
+    )
+    state = source.schema
+    out = StructType([*state.fields, StructField(row_kind, StringType())])
+    at = [(lower.index(c.lower()), descending) for c, descending in orders]
+    processor = _top_n_processor(limit, state, at, out.fieldNames())
+    grouped = source.groupBy(*[f"{_KEY}_{n}" for n in range(len(keys))])
+    changes = grouped.transformWithState(processor, out, "Append", "None")
+    return changes.select(*_from_python(frame), F.col(row_kind))
