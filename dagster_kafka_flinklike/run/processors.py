@@ -4,10 +4,10 @@ processors (``transformWithState``): session windows and Top-N.
 Rows cross into Python with their timestamps as epoch microseconds (or text, without a zone),
 exact in any time zone, and back.
 
-Session windows (:func:`flink_sessions`). Spark's own ``session_window`` drops every row whose own session ``[t, t + gap)`` is behind the
-watermark. Flink drops such a row only if the session it joins is closed: a late row that
-touches a session still open merges into it and counts. So sessions here are assigned by a
-stateful processor (``transformWithState``) that follows Flink's rule, per key:
+Session windows (:func:`flink_sessions`). Spark's own ``session_window`` drops every row
+whose own session ``[t, t + gap)`` is behind the watermark. Flink drops such a row only if
+the session it joins is closed: a late row that touches a session still open merges into it
+and counts. So sessions here are assigned by a processor that follows Flink's rule, per key:
 
 - a row's window is ``[t, t + gap)``; it merges with every open session it intersects, ends
   included (sessions that touch merge, as in Flink);
@@ -37,37 +37,21 @@ _TIME, _KEY = "__dkf_session_t", "__dkf_session_key"
 _START, _END = "__dkf_session_start", "__dkf_session_end"
 
 
-def _to_python(frame: DataFrame) -> list[Any]:
-    """``frame``'s columns as they cross into Python: timestamps as epoch microseconds (and
-    without the watermark a time column carries, which would drop late rows before the
-    processor has seen them), timestamps without a zone as text."""
+def _crossing(frame: DataFrame, into_python: bool) -> list[Any]:
+    """``frame``'s columns as they cross into Python (``into_python``), or back as its types:
+    timestamps as epoch microseconds (which also drops the watermark a time column carries,
+    and with it the late rows Spark would drop before the processor has seen them),
+    timestamps without a zone as text."""
     from pyspark.sql import functions as F
 
     columns = []
     for field in frame.schema.fields:
-        kind = field.dataType.typeName()
+        kind, column = field.dataType.typeName(), F.col(field.name)
         if kind == "timestamp":
-            columns.append(F.unix_micros(F.col(field.name)).alias(field.name))
+            column = F.unix_micros(column) if into_python else F.timestamp_micros(column)
         elif kind == "timestamp_ntz":
-            columns.append(F.col(field.name).cast("string").alias(field.name))
-        else:
-            columns.append(F.col(field.name))
-    return columns
-
-
-def _from_python(frame: DataFrame) -> list[Any]:
-    """The columns :func:`_to_python` encoded, back as ``frame``'s types."""
-    from pyspark.sql import functions as F
-
-    columns = []
-    for field in frame.schema.fields:
-        kind = field.dataType.typeName()
-        if kind == "timestamp":
-            columns.append(F.timestamp_micros(F.col(field.name)).alias(field.name))
-        elif kind == "timestamp_ntz":
-            columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
-        else:
-            columns.append(F.col(field.name))
+            column = column.cast("string" if into_python else field.dataType)
+        columns.append(column.alias(field.name))
     return columns
 
 
@@ -138,7 +122,7 @@ def _session_processor(gap_ms: int, state_schema: Any, time_at: int, names: Sequ
                     rest.append(row)
                 else:
                     out.append(self.emitted(*row, *found))
-            for s, e in sessions:
+            for _, e in sessions:
                 if e > watermark:  # still open: fire once the watermark reaches its end
                     self.handle.registerTimer(max(e - 1, watermark + 1))
             self._store(rest)
@@ -160,7 +144,7 @@ def flink_sessions(
     from pyspark.sql.types import LongType, StructField, StructType
 
     columns = list(frame.columns)
-    encoded = _to_python(frame)
+    encoded = _crossing(frame, into_python=True)
     time = F.unix_millis(F.col(time_column).cast("timestamp"))
     key_columns = [F.col(k) for k in keys] or [F.lit(0).alias(_KEY)]
     source = frame.select(
@@ -175,7 +159,7 @@ def flink_sessions(
     processor = _session_processor(gap_ms, state, len(columns), out.fieldNames())
     grouped = source.groupBy(*[f"{_KEY}_{n}" for n in range(len(key_columns))])
     sessions = grouped.transformWithState(processor, out, "Append", "EventTime")
-    decoded = _from_python(frame)
+    decoded = _crossing(frame, into_python=False)
     return sessions.select(
         *decoded,
         F.timestamp_millis(F.col(_START)).alias("window_start"),
@@ -194,10 +178,7 @@ def _rank_order(orders: Sequence[tuple[int, bool]]) -> Any:
             x, y = a[at], b[at]
             if x == y:
                 continue
-            if x is None or y is None:
-                order = -1 if x is None else 1
-            else:
-                order = -1 if x < y else 1
+            order = -1 if x is None or (y is not None and x < y) else 1
             return -order if descending else order
         return 0
 
@@ -260,7 +241,7 @@ def flink_top_n(
     columns = list(frame.columns)
     lower = [c.lower() for c in columns]
     source = frame.select(
-        *_to_python(frame),
+        *_crossing(frame, into_python=True),
         *[F.col(k).alias(f"{_KEY}_{n}") for n, k in enumerate(keys)],
     )
     state = source.schema
@@ -269,4 +250,4 @@ def flink_top_n(
     processor = _top_n_processor(limit, state, at, out.fieldNames())
     grouped = source.groupBy(*[f"{_KEY}_{n}" for n in range(len(keys))])
     changes = grouped.transformWithState(processor, out, "Append", "None")
-    return changes.select(*_from_python(frame), F.col(row_kind))
+    return changes.select(*_crossing(frame, into_python=False), F.col(row_kind))

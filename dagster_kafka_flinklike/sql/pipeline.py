@@ -777,7 +777,9 @@ def plan_flink_sql(
             query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
         elif windows is None and query.joins and not timed and _stream_join(query, sources):
             mode = RunMode.STATEFUL
-        elif windows is None and (top_n := _stream_top_n(query, sink, sources, text, st.query_span)):
+        elif windows is None and (
+            top_n := _stream_top_n(query, sink, sources, text, st.query_span)
+        ):
             mode, query = RunMode.STATEFUL, top_n
         elif windows is None and _stream_first_rows(query, sources, st.query, text):
             mode = RunMode.STATEFUL

@@ -428,29 +428,11 @@ class _QueryRewriter:
     def _ranked_item(self, start: int, stop: int) -> tuple[str, tuple[str, ...], str] | None:
         """``(alias, partition keys, order column)`` of a select item ``ROW_NUMBER() OVER
         (PARTITION BY k, ... ORDER BY t [ASC]) [AS] alias`` over plain columns, else None."""
-        toks = self.tokens
-        if not (
-            toks[start].is_word("ROW_NUMBER")
-            and self.is_symbol(start + 1, "(")
-            and self.is_symbol(start + 2, ")")
-            and self.is_word(start + 3, "OVER")
-            and self.is_symbol(start + 4, "(")
-        ):
+        ranked = self._top_n_item(start, stop)
+        if ranked is None or len(ranked[2]) != 1 or ranked[2][0][1]:
             return None
-        over_close = self.closing(start + 4)
-        rest = [t for t in toks[over_close + 1 : stop] if not t.is_word("AS")]
-        if len(rest) != 1 or rest[0].kind not in (IDENT, QIDENT):
-            return None
-        inside = toks[start + 5 : over_close]
-        words = [t.value.upper() if t.kind == IDENT else "" for t in inside]
-        if words[:2] != ["PARTITION", "BY"] or "ORDER" not in words:
-            return None
-        order_at = words.index("ORDER")
-        keys = self._plain_columns(inside[2:order_at])
-        order = self._plain_columns(inside[order_at + 2 :], trailing=("ASC",))
-        if not keys or order is None or len(order) != 1 or words[order_at + 1] != "BY":
-            return None
-        return rest[0].value, keys, order[0]
+        alias, keys, ((order, _),) = ranked
+        return alias, keys, order
 
     @staticmethod
     def _plain_columns(toks: list[Token], trailing: tuple[str, ...] = ()) -> tuple[str, ...]:

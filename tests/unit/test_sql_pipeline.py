@@ -457,8 +457,8 @@ def test_event_time_windows_refuse_another_local_time_zone() -> None:
             "HAVING COUNT(*) > 1;",
             "HAVING over this query",
         ),
-        (
-            "INSERT INTO s SELECT x, n FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY x "
+        (  # the rank written: Flink updates every row whose rank changes
+            "INSERT INTO s SELECT x, rn FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY x "
             "ORDER BY n DESC) AS rn FROM t) WHERE rn <= 3;",
             "Top-N",
         ),
@@ -472,6 +472,34 @@ def test_recomputed_results_whose_rows_can_leave_are_refused(query: str, words: 
         + query
     )
     with pytest.raises(FlinkSqlError, match=words):
+        plan_flink_sql(script)
+
+
+@pytest.mark.parametrize(("kept", "limit"), [("<= 3", 3), ("< 3", 2)])
+def test_a_top_n_into_an_upsert_sink_runs_stateful(kept: str, limit: int) -> None:
+    script = (
+        table("t", columns="x INT, n INT, k STRING")
+        + table("s", "upsert-kafka", columns="x INT, n BIGINT, PRIMARY KEY (x) NOT ENFORCED")
+        + "INSERT INTO s SELECT x, n FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY k "
+        f"ORDER BY n DESC, x) AS rn FROM t) WHERE rn {kept};"
+    )
+    [insert] = plan_flink_sql(script).inserts
+    assert (insert.mode, insert.output_mode) == (RunMode.STATEFUL, "append")
+    [top] = insert.query.top_n
+    assert (top.keys, top.orders, top.limit) == (("k",), (("n", True), ("x", False)), limit)
+    assert top.text == "SELECT x, n FROM t"
+    # the changes' row kinds go on to the sink: a row pushed out of the top is deleted
+    assert f"x , n , `_rowkind` FROM (SELECT *, 1 AS rn FROM {top.view})" in insert.query.text
+
+
+def test_a_top_n_into_an_append_sink_is_refused_as_flink_refuses_it() -> None:
+    script = (
+        table("t", columns="x INT, n INT, k STRING")
+        + table("s", columns="x INT, n BIGINT")
+        + "INSERT INTO s SELECT x, n FROM (SELECT x, n, ROW_NUMBER() OVER (PARTITION BY k "
+        "ORDER BY n DESC) AS rn FROM t) WHERE rn <= 3;"
+    )
+    with pytest.raises(FlinkSqlError, match="keeps state"):
         plan_flink_sql(script)
 
 
@@ -587,7 +615,9 @@ def test_a_session_window_reads_its_closed_sessions_per_partition_key() -> None:
 def test_session_windows_flink_would_not_run_the_same_are_refused(query: str, words: str) -> None:
     script = (
         table("t", columns=ROWTIME)
-        + table("u", columns="x INT, ts TIMESTAMP(3)", extra=", 'scan.startup.mode' = 'earliest-offset'")
+        + table(
+            "u", columns="x INT, ts TIMESTAMP(3)", extra=", 'scan.startup.mode' = 'earliest-offset'"
+        )
         + table("s", columns=SINK)
     )
     with pytest.raises(FlinkSqlError, match=words):
