@@ -33,8 +33,8 @@ from confluent_kafka import Producer
 from tests.conftest import consume_all
 
 # CI-sized by default; `make soak` runs 200k records, 20 + 8 + 10 kills.
-RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "60000"))
-EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "6"))
+RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "40000"))
+EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "4"))
 ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "3"))
 PARTITIONS = 3
 CHILD_TIMEOUT_S = 300.0
