@@ -702,6 +702,15 @@ class _QueryRewriter:
             raise self.error(f"{kind}'s time column is DESCRIPTOR(<column>)", self.tokens[start])
         column = self.sql(start + 2, self.closing(start + 1))
         if kind == "SESSION":
+            after = [t for t in self.tokens[outer_close + 1 : outer_close + 4] if t.kind == IDENT]
+            where = next((t for t in after if t.is_word("WHERE")), None)
+            if where is not None:
+                raise self.error(
+                    "a WHERE over a SESSION window's rows would filter them after their sessions "
+                    "are formed here; filter in a view the SESSION reads instead (CREATE VIEW v "
+                    "AS SELECT ... WHERE ...; TABLE(SESSION(TABLE v, ...)))",
+                    where,
+                )
             return self.session_tvf(fn, data, column, named, partition), outer_close + 1
         if partition < named["DATA"][1]:
             raise self.error(f"{kind} takes no PARTITION BY", self.tokens[partition])

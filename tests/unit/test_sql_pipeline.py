@@ -599,6 +599,12 @@ def test_a_session_window_reads_its_closed_sessions_per_partition_key() -> None:
             "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start;",
             "groups by window_start, window_end",
         ),
+        (
+            "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE t, "
+            "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) AS w WHERE x > 1 GROUP BY window_start, "
+            "window_end;",
+            "filter in a view the SESSION reads",
+        ),
         # no WATERMARK on the time column: no stateful run, and bounded runs cannot close sessions
         (
             "INSERT INTO s SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE u, "
