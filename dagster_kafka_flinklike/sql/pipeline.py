@@ -13,8 +13,9 @@ runs give Flink's result (:class:`RunMode`):
   of the windows that end in it, as Flink does when the watermark passes. Hopping windows
   begin up to ``size - slide`` before the partition that holds their end, so a run reads that
   much earlier too (:attr:`SqlInsert.lookback_ms`).
-- ``STATEFUL``: an event-time window aggregation (``TUMBLE``, ``HOP``, ``CUMULATE`` as table
-  functions, ``TUMBLE``, ``HOP`` as group windows) on a source's ``WATERMARK`` column, without
+- ``STATEFUL``: an event-time window aggregation (``TUMBLE``, ``HOP``, ``CUMULATE``,
+  ``SESSION`` as table functions, ``TUMBLE``, ``HOP`` as group windows) on a source's
+  ``WATERMARK`` column, without
   time partitions: each run is one
   ``Trigger.AvailableNow`` run of a Spark Structured Streaming query (:mod:`..run.stateful`)
   that keeps the windows' state and the watermark in its checkpoint and emits each window once
@@ -24,9 +25,12 @@ runs give Flink's result (:class:`RunMode`):
   a group that leaves a ``HAVING`` result is deleted (a tombstone), as Flink retracts it.
   A regular inner join of insert-only sources (a stream-stream join) and a first-row
   deduplication on processing time (``dropDuplicates``) are ``STATEFUL`` too, in append mode:
-  their outputs are insert-only, in Flink as here. Interval joins are refused (Flink drops
-  their late rows by the watermark).
-- ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``, top-N)
+  their outputs are insert-only, in Flink as here. A Top-N into an ``upsert-kafka`` sink is
+  ``STATEFUL`` (append) too: the rows that enter a key's top are inserted, those pushed out
+  deleted. Sessions and Top-N keep their state in Flink's way through processors of their own
+  (:mod:`..run.processors`). Interval joins are refused (Flink drops their late rows by the
+  watermark).
+- ``RECOMPUTE``: any other stateful query (aggregations, joins, ``DISTINCT``, ``OVER``)
   into an ``upsert-kafka`` sink: each run reads every source from its startup position and
   writes the results again; the upsert topic's latest value per key is then Flink's result.
 
