@@ -236,6 +236,46 @@ def test_session_windows_merge_late_rows_into_open_sessions_as_flink(
     assert insert_asset.specs_by_key[insert_asset.key].metadata["flink_sql/run_mode"] == "stateful"
 
 
+def test_a_top_n_deletes_the_rows_pushed_out_of_it_as_flink(
+    kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict, oracle: Any, tmp_path: Any
+) -> None:
+    import json
+    import uuid
+
+    from tests.conftest import consume_all
+
+    source = new_topic(1)
+    ours, theirs = (f"top-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    create_topics(admin, ours, f"{ours}-smallest", theirs, f"{theirs}-smallest")
+    defs = build_flink_sql_definitions(script("top_n_upsert.sql", source, ours))
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    pay = lambda i, a, n: ({"id": i, "account": a, "amount": n}, None)  # noqa: E731
+    # ties (a: 5, 5) and NULL amounts (Flink ranks NULL lowest: last descending)
+    send(kafka_bootstrap, source, [
+        pay(1, "a", 5), pay(2, "a", None), pay(3, "a", 5), pay(4, "b", 1), pay(5, "b", 2),
+    ])  # fmt: skip
+    materialize_all(defs, resources, instance)
+    # 6 pushes a 5 out of a's largest; 7 ties 6 (the earlier stays ahead); 8 is NULL again
+    send(kafka_bootstrap, source, [
+        pay(6, "a", 9), pay(7, "a", 9), pay(8, "b", None), pay(9, "b", 0),
+    ])  # fmt: skip
+    materialize_all(defs, resources, instance)
+    oracle.run(for_flink(script("top_n_upsert.sql", source, theirs)), bootstrap=kafka_bootstrap)
+
+    def folded(topic: str) -> dict[str, Any]:
+        latest: dict[str, Any] = {}
+        for m in consume_all(kafka_bootstrap, topic, 1):
+            if m.value() is None:
+                latest.pop(m.key().decode(), None)
+            else:
+                latest[m.key().decode()] = json.loads(m.value())
+        return latest
+
+    assert sorted(r["id"] for r in folded(theirs).values()) == [4, 5, 6, 7]
+    assert folded(ours) == folded(theirs)
+    assert folded(f"{ours}-smallest") == folded(f"{theirs}-smallest")
+
+
 def test_a_python_stateful_asset_windows_a_streaming_query(
     kafka_bootstrap: str, new_topic: Any, resources: dict, tmp_path: Any
 ) -> None:
