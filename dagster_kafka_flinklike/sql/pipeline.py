@@ -63,6 +63,7 @@ from .translate import (
     TopN,
     WindowCall,
     having_as_row_kind,
+    legacy_session_as_tvf,
     translate_query,
     watermark_delay_ms,
     with_row_kind,
@@ -742,8 +743,13 @@ def plan_flink_sql(
                 line=st.line,
                 column=1,
             )
-        query = translate_query(text, *st.query_span)
         sources, needed = _resolve_sources(st, text, known, views)
+        script, span, flink = text, st.query_span, st.query
+        legacy = legacy_session_as_tvf(text, *span)
+        if legacy is not None:  # GROUP BY SESSION(...): as the SESSION table function
+            script = f"{text[: span[0]]}{legacy}{text[span[1] :]}"
+            span, flink = (span[0], span[0] + len(legacy)), legacy
+        query = translate_query(script, *span)
         if not sources:
             raise FlinkSqlError(
                 f"INSERT INTO {st.target}: the query reads no declared Kafka table.",
@@ -763,7 +769,7 @@ def plan_flink_sql(
                 column=session.column,
             )
         # an interval join reads the sources' time attributes (Flink drops its late rows)
-        timed = _time_attributes_read(st.query, sources, watermarks) if query.joins else []
+        timed = _time_attributes_read(flink, sources, watermarks) if query.joins else []
         output_mode = "append"
         if event_times is not None:
             if zone and zone.strip().upper() not in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
@@ -775,19 +781,17 @@ def plan_flink_sql(
                     column=1,
                 )
             mode = RunMode.STATEFUL
-            query = translate_query(text, *st.query_span, streaming=True)
+            query = translate_query(script, *span, streaming=True)
         elif windows is None and _updates(query, sink, sources):
             mode, output_mode = RunMode.STATEFUL, "update"
-            query = translate_query(having_as_row_kind(text, *st.query_span), streaming=True)
+            query = translate_query(having_as_row_kind(script, *span), streaming=True)
         elif windows is None and query.joins and not timed and _stream_join(query, sources):
             mode = RunMode.STATEFUL
-        elif windows is None and (
-            top_n := _stream_top_n(query, sink, sources, text, st.query_span)
-        ):
+        elif windows is None and (top_n := _stream_top_n(query, sink, sources, script, span)):
             mode, query = RunMode.STATEFUL, top_n
-        elif windows is None and _stream_first_rows(query, sources, st.query, text):
+        elif windows is None and _stream_first_rows(query, sources, flink, script):
             mode = RunMode.STATEFUL
-            query = translate_query(text, *st.query_span, streaming=True)
+            query = translate_query(script, *span, streaming=True)
         elif windows is None and query.joins and timed:
             _, line, column = next(s for s in query.stateful if s[0] == "JOIN")
             raise FlinkSqlError(

@@ -44,6 +44,7 @@ __all__ = [
     "TopN",
     "WindowCall",
     "having_as_row_kind",
+    "legacy_session_as_tvf",
     "spark_string",
     "translate_expression",
     "translate_query",
@@ -81,8 +82,9 @@ AGGREGATES = frozenset(
 #: Constructs refused outright: the reason a bounded Spark run cannot give Flink's result.
 _REFUSED = {
     "MATCH_RECOGNIZE": "MATCH_RECOGNIZE (complex event processing) has no Spark SQL counterpart",
-    "SESSION": "SESSION group windows (GROUP BY SESSION(...)) have no translation; the SESSION "
-    "window table function does: TABLE(SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap))",
+    "SESSION": "a SESSION group window (GROUP BY SESSION(...)) runs over one table named without "
+    "an alias; otherwise write the SESSION window table function, which runs: "
+    "TABLE(SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap))",
     "LATERAL": "LATERAL TABLE (table functions) has no translation here",
 }
 
@@ -569,7 +571,7 @@ class _QueryRewriter:
                 names.append(plain[0])
         upper = {n.upper() for n in names}
         wanted = {"WINDOW_START", "WINDOW_END", *(k.upper() for k in session.keys)}
-        if upper != wanted or len(self.sessions) > 1:
+        if upper - {"WINDOW_TIME"} != wanted or len(self.sessions) > 1:
             keys = ", ".join(session.keys) or "none"
             raise self.error(
                 f"a SESSION window aggregation groups by window_start, window_end and its "
@@ -1112,6 +1114,101 @@ def having_as_row_kind(text: str, start: int = 0, end: int | None = None) -> str
         f"{text[start : tokens[source].start]}, CASE WHEN ({condition}) THEN '+U' ELSE '-D' "
         f"END AS `{ROW_KIND}` {text[tokens[source].start : tokens[having].start]}{tail}"
     )
+
+
+def legacy_session_as_tvf(text: str, start: int = 0, end: int | None = None) -> str | None:
+    """The query at ``text[start:end]`` that groups by a legacy ``SESSION(ts, gap)`` group
+    window, written with the ``SESSION`` window table function as Flink runs it (sessions per
+    the other ``GROUP BY`` columns, the ``WHERE`` applied before the sessions form), or None for
+    any other query (or a form this rewrite does not take: a join, an alias, a subquery).
+
+    Example:
+        >>> legacy_session_as_tvf("SELECT k, SESSION_END(ts, INTERVAL '1' MINUTE), COUNT(*) "
+        ...     "FROM t GROUP BY k, SESSION(ts, INTERVAL '1' MINUTE)")[:60]
+        'SELECT k, window_end, COUNT(*) FROM TABLE(SESSION(TABLE t PA'
+    """
+    end = len(text) if end is None else end
+    tokens = _tokens(text, start, end)
+    depth = 0
+    at: dict[str, int] = {}
+    for n, tok in enumerate(tokens):
+        if tok.kind == SYMBOL and tok.value in "([":
+            depth += 1
+        elif tok.kind == SYMBOL and tok.value in ")]":
+            depth -= 1
+        elif depth == 0 and tok.is_word("FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT"):
+            at.setdefault(tok.value.upper(), n)
+    if "FROM" not in at or "GROUP" not in at or not tokens[at["GROUP"] + 1].is_word("BY"):
+        return None
+    after_from = min(at.get(w, len(tokens)) for w in ("WHERE", "GROUP", "HAVING", "ORDER"))
+    table = tokens[at["FROM"] + 1 : after_from]
+    dotted = all(
+        (t.kind in (IDENT, QIDENT)) if i % 2 == 0 else (t.kind == SYMBOL and t.value == ".")
+        for i, t in enumerate(table)
+    )
+    if not table or len(table) % 2 == 0 or not dotted:
+        return None  # a join, an alias or a subquery: not rewritten
+    group_stop = min(at.get(w, len(tokens)) for w in ("HAVING", "ORDER", "LIMIT"))
+    items = top_level_spans(tokens, lambda t: _role(t, _comma), at["GROUP"] + 2, group_stop)
+    windows = [
+        (a, b)
+        for a, b in items
+        if tokens[a].is_word("SESSION") and a + 1 < b and tokens[a + 1].value == "("
+    ]
+    if len(windows) != 1:
+        return None
+    (w_start, w_stop) = windows[0]
+
+    def piece(a: int, b: int) -> str:
+        return text[tokens[a].start : tokens[b - 1].end] if a < b else ""
+
+    arguments = top_level_spans(tokens, lambda t: _role(t, _comma), w_start + 2, w_stop - 1)
+    if len(arguments) != 2:
+        return None
+    time_column, gap = (piece(a, b) for a, b in arguments)
+    keys = [piece(a, b) for a, b in items if (a, b) != windows[0]]
+    partition = f" PARTITION BY {', '.join(keys)}" if keys else ""
+    where = piece(at["WHERE"], at["GROUP"]) if "WHERE" in at else ""
+    data = (
+        f"(SELECT * FROM {piece(at['FROM'] + 1, after_from)} {where})"
+        if where
+        else (piece(at["FROM"] + 1, after_from))
+    )
+    helpers = {"SESSION_START": "window_start", "SESSION_END": "window_end",
+               "SESSION_ROWTIME": "window_time"}  # fmt: skip
+    out: list[str] = []
+    cursor = start
+    n = 0
+    rowtime = False  # SESSION_ROWTIME selected: window_time is grouped by too
+    while n < at["FROM"]:  # the select list: the helpers as the window columns
+        tok = tokens[n]
+        helper = helpers.get(tok.value.upper()) if tok.kind == IDENT else None
+        if helper and n + 1 < len(tokens) and tokens[n + 1].value == "(":
+            close = n + 1
+            level = 0
+            for close in range(n + 1, len(tokens)):
+                if tokens[close].kind == SYMBOL and tokens[close].value in "([":
+                    level += 1
+                elif tokens[close].kind == SYMBOL and tokens[close].value in ")]":
+                    level -= 1
+                    if level == 0:
+                        break
+            out.append(text[cursor : tok.start] + helper)
+            rowtime = rowtime or helper == "window_time"
+            cursor = tokens[close].end
+            n = close + 1
+            continue
+        if tok.kind == IDENT and tok.value.upper().startswith("SESSION_"):
+            return None  # SESSION_PROCTIME: not rewritten
+        n += 1
+    out.append(text[cursor : tokens[at["FROM"]].start])
+    columns = "window_start, window_end" + (", window_time" if rowtime else "")
+    group = [piece(a, b) if (a, b) != windows[0] else columns for a, b in items]
+    tail = text[tokens[group_stop].start : end] if group_stop < len(tokens) else ""
+    return (
+        f"{''.join(out)}FROM TABLE(SESSION(TABLE {data}{partition}, DESCRIPTOR({time_column}), "
+        f"{gap})) GROUP BY {', '.join(group)} {tail}"
+    ).rstrip()
 
 
 def with_row_kind(text: str, start: int = 0, end: int | None = None) -> str:

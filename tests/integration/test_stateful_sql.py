@@ -196,11 +196,15 @@ def test_an_aggregate_with_having_deletes_groups_that_leave_it_as_flink(
 
 
 def test_session_windows_merge_late_rows_into_open_sessions_as_flink(
-    kafka_bootstrap: str, new_topic: Any, resources: dict, oracle: Any, tmp_path: Any
+    kafka_bootstrap: str, new_topic: Any, admin: Any, resources: dict, oracle: Any, tmp_path: Any
 ) -> None:
-    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    import uuid
+
+    source = new_topic(1)
+    ours, theirs = (f"sessions-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    create_topics(admin, ours, f"{ours}-legacy", theirs, f"{theirs}-legacy")
     defs = build_flink_sql_definitions(script("session_event_time.sql", source, ours))
-    [insert_asset] = [a for a in defs.assets if a.is_materializable]
+    insert_asset = next(a for a in defs.assets if a.key.path[-1] == "channel_sessions")
     instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
     # run 1: sessions that touch merge ([0, 5) and [5, 10)); the watermark ends at 15 s
     send(kafka_bootstrap, source, [
@@ -234,6 +238,12 @@ def test_session_windows_merge_late_rows_into_open_sessions_as_flink(
     ]
     assert sorted(values(kafka_bootstrap, ours), key=session) == sorted(expected, key=session)
     assert insert_asset.specs_by_key[insert_asset.key].metadata["flink_sql/run_mode"] == "stateful"
+    # the legacy group window: the same sessions, in Flink and here
+    legacy = closed(values(kafka_bootstrap, f"{theirs}-legacy"), T0 + timedelta(seconds=35))
+    assert sorted(legacy, key=session) == sorted(expected, key=session)
+    assert sorted(values(kafka_bootstrap, f"{ours}-legacy"), key=session) == sorted(
+        legacy, key=session
+    )
 
 
 def test_a_top_n_deletes_the_rows_pushed_out_of_it_as_flink(

@@ -585,6 +585,34 @@ def test_a_session_window_reads_its_closed_sessions_per_partition_key() -> None:
     assert f"FROM (SELECT * FROM {session.view})" in insert.query.text
 
 
+def test_a_legacy_session_group_window_runs_as_the_session_table_function() -> None:
+    [insert] = plan_flink_sql(
+        table("t", columns=ROWTIME + ", k STRING")
+        + table("s", columns="k STRING, ws TIMESTAMP(3), wt TIMESTAMP(3), n BIGINT")
+        + "INSERT INTO s SELECT k, SESSION_START(ts, INTERVAL '30' SECOND), "
+        "SESSION_ROWTIME(ts, INTERVAL '30' SECOND), COUNT(*) FROM t WHERE x > 1 "
+        "GROUP BY k, SESSION(ts, INTERVAL '30' SECOND);"
+    ).inserts
+    assert insert.mode.value == "stateful"
+    [session] = insert.query.sessions
+    # sessions per the other GROUP BY columns, the WHERE before they form, as Flink does
+    assert (session.data, session.gap_ms, session.keys) == (
+        "(SELECT * FROM t WHERE x > 1)", 30_000, ("k",)
+    )  # fmt: skip
+    assert insert.query.text.endswith("GROUP BY k , window_start , window_end , window_time")
+
+
+def test_a_legacy_session_group_window_over_an_alias_is_refused() -> None:
+    script = (
+        table("t", columns=ROWTIME)
+        + table("s", columns=SINK)
+        + "INSERT INTO s SELECT SESSION_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM t AS a "
+        "GROUP BY SESSION(ts, INTERVAL '1' MINUTE);"
+    )
+    with pytest.raises(FlinkSqlError, match="one table named without an alias"):
+        plan_flink_sql(script)
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [
