@@ -134,6 +134,10 @@ def _insert_asset(
     }
     if insert.lookback_ms:
         given["lookback"] = timedelta(milliseconds=insert.lookback_ms)
+    if insert.watermark_lateness_ms:  # the WATERMARK's delay, on top of any allowed lateness
+        given["allowed_lateness"] = given.get("allowed_lateness", timedelta(0)) + timedelta(
+            milliseconds=insert.watermark_lateness_ms
+        )
     location = given.pop("checkpoint_location", None)
     description = (
         f"Flink SQL: INSERT INTO {insert.name} (line {insert.line}), "

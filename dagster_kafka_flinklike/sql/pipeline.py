@@ -137,6 +137,10 @@ class SqlInsert:
     output_mode: str = "append"
     #: ``SET 'table.exec.sink.not-null-enforcer'``: ``ERROR`` or ``DROP`` (upper case).
     not_null_enforcer: str = "ERROR"
+    #: ``WINDOWS``: how long after a partition's end its run still reads records, for the
+    #: ``WATERMARK`` delay ``d`` of the windows' time column: ``d - 1`` ms (Flink fires a window
+    #: once its watermark reaches ``end - 1``, at the first record at or after ``end + d - 1``).
+    watermark_lateness_ms: int = 0
 
     def run_query(
         self,
@@ -408,6 +412,38 @@ def _event_times(
         except KafkaOptionsError as exc:
             raise refuse(f"source {name}: {exc}") from None
     return times
+
+
+def _watermark_lateness(
+    insert: InsertInto,
+    query: SparkQuery,
+    sources: Mapping[str, KafkaTableSpec],
+    watermarks: Mapping[str, Watermark],
+) -> int:
+    """For a time-partitioned run, the lateness that stops reading where Flink's watermark
+    closes the windows: ``delay - 1`` ms for the ``WATERMARK`` declared on the windows' time
+    column (0 without one).
+
+    Raises:
+        FlinkSqlError: a watermark that is not ``column - INTERVAL`` or has no delay.
+    """
+    times = {_bare(w.time_column) for w in query.windows}
+    lateness = 0
+    for name, mark in watermarks.items():
+        if name not in sources or _bare(mark.column) not in times:
+            continue
+        delay = watermark_delay_ms(mark.column, mark.expression)
+        if not delay:
+            raise FlinkSqlError(
+                f"INSERT INTO {insert.target}: the WATERMARK of {name} is `{mark.expression}`; a "
+                f"run per time partition follows `{mark.column} - INTERVAL 'n' UNIT` with n > 0 "
+                f"(it stops reading at the first record at or after the partition's end plus "
+                f"the delay, where Flink's watermark closes its windows).",
+                line=insert.line,
+                column=1,
+            )
+        lateness = max(lateness, delay - 1)
+    return lateness
 
 
 def _plain_inserts(sources: Mapping[str, KafkaTableSpec]) -> bool:
@@ -834,6 +870,9 @@ def plan_flink_sql(
                 event_times or {},
                 output_mode,
                 settings.get("table.exec.sink.not-null-enforcer", "ERROR").upper(),
+                _watermark_lateness(st, query, sources, watermarks)
+                if mode == RunMode.WINDOWS
+                else 0,
             )
         )
     targets = [i.name for i in inserts]

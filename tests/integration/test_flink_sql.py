@@ -137,6 +137,8 @@ def test_tumbling_windows_per_hourly_partition(
         ("web,2", 12),
         ("web,8", 59.99),
         ("app,1", 9.5),  # out of order, before the hour is over
+        ("web,6", 60 + 3 / 60),  # 01:00:03: the watermark (5 s delay) is at 00:59:58
+        ("app,2", 59 + 59 / 60),  # 00:59:59, 4 s out of order: Flink counts it
         ("web,4", 65),  # the next hour: Flink's watermark passes 01:00 here
         ("app,9", 9.8),  # late: Flink drops it, and the 00:00 partition does not read it
     ]
@@ -152,14 +154,15 @@ def test_tumbling_windows_per_hourly_partition(
         ("2026-11-20 00:00:00", "app"): (2, 6),
         ("2026-11-20 00:10:00", "web"): (1, 2),
         ("2026-11-20 00:50:00", "web"): (1, 8),
+        ("2026-11-20 00:50:00", "app"): (1, 2),  # within the WATERMARK's delay
     }
     run(defs, resources, instance, partition_key="2026-11-20-01:00")
     out = values(kafka_bootstrap, sink)
-    assert len(out) == 5  # the late app,9 is in no window
+    assert len(out) == 6  # the late app,9 is in no window
     assert (out[-1]["window_start"], out[-1]["window_end"], out[-1]["clicks"]) == (
         "2026-11-20 01:00:00",
         "2026-11-20 01:10:00",
-        1,
+        2,
     )
 
 

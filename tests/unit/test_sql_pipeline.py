@@ -439,6 +439,26 @@ def test_time_partitions_keep_windows_per_partition() -> None:
     assert insert.mode == RunMode.WINDOWS
 
 
+@pytest.mark.parametrize(
+    ("watermark", "lateness"), [("k - INTERVAL '5' SECOND", 4_999), ("k", None), (None, 0)]
+)
+def test_time_partitions_stop_reading_where_the_watermark_closes_them(
+    watermark: str | None, lateness: int | None
+) -> None:
+    columns = "x INT, k TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'" + (
+        f", WATERMARK FOR k AS {watermark}" if watermark else ""
+    )
+    query = WINDOWED.format(fn="TUMBLE", more="").replace("DESCRIPTOR(ts)", "DESCRIPTOR(k)")
+    script = table("t", columns=columns) + table("s", columns=SINK) + query
+    if lateness is None:
+        with pytest.raises(FlinkSqlError, match="with n > 0"):
+            plan_flink_sql(script, windows=(HOUR, 0))
+        return
+    [insert] = plan_flink_sql(script, windows=(HOUR, 0)).inserts
+    # Flink fires [start, end) at the first record at or after end + delay - 1 ms
+    assert (insert.mode, insert.watermark_lateness_ms) == (RunMode.WINDOWS, lateness)
+
+
 def test_event_time_windows_refuse_another_local_time_zone() -> None:
     script = "SET 'table.local-time-zone' = 'Europe/Berlin';\n" + (
         table("t", columns=ROWTIME)
