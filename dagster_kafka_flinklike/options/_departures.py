@@ -110,15 +110,16 @@ DEPARTURES: tuple[str, ...] = (
     "the table is declared, where Flink takes any Java charset.",
     "Flink SQL: reserved words may be used unquoted as column names where unambiguous; an empty "
     "column list `()` is accepted; `CREATE TABLE ... LIKE` is not supported. Queries are "
-    "translated to Spark SQL; what has no faithful translation on bounded runs "
-    "(`MATCH_RECOGNIZE`, `SESSION` windows, `FOR SYSTEM_TIME AS OF`, `LATERAL TABLE`) is refused "
-    "with its line and column. A qualified name (`catalog.database.table`) reads the table "
-    "declared under its last part.",
-    "Flink SQL state: a stateful query runs either per time partition (window aggregations whose "
-    "time column is the Kafka record timestamp; watermark expressions are parsed, and the "
-    "asset's `allowed_lateness` plays the watermark delay) or recomputed from fixed startup "
-    "positions into an `upsert-kafka` sink; anything else is refused where Flink would keep "
-    "state across an unbounded stream.",
+    "translated to Spark SQL; what has no faithful translation (`MATCH_RECOGNIZE`, `FOR "
+    "SYSTEM_TIME AS OF`, `LATERAL TABLE`, see `docs/flink-sql.md`) is refused with its line and "
+    "column. A qualified name (`catalog.database.table`) reads the table declared under its last "
+    "part.",
+    "Flink SQL state: a stateful query runs on Structured Streaming (see `docs/flink-sql.md`), "
+    "per time partition (window aggregations whose time column is the Kafka record timestamp: a "
+    "partition run stops reading at the first record at or after its end plus the `WATERMARK` "
+    "delay minus 1 ms, where Flink's watermark closes its windows, plus the asset's "
+    "`allowed_lateness`) or recomputed from fixed startup positions into an `upsert-kafka` sink; "
+    "anything else is refused where Flink's result would differ.",
     "`protobuf`: the message is defined by a FileDescriptorSet (`protobuf.descriptor-file`, "
     "this project's addition, read when the table is declared) instead of a generated Java "
     "class; `protobuf.message-class-name` takes the message's full name, the Java class protoc "

@@ -35,7 +35,7 @@ from tests.conftest import consume_all
 # CI-sized by default; `make soak` runs 200k records, 20 + 8 + 10 kills.
 RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "40000"))
 EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "4"))
-ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "3"))
+ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "2"))
 PARTITIONS = 3
 CHILD_TIMEOUT_S = 300.0
 REPO = Path(__file__).resolve().parents[2]
@@ -226,7 +226,7 @@ def test_at_least_once_loses_nothing_under_sigkill(kafka_bootstrap, new_topic, t
     print(f"at-least-once: {duplicates} duplicate record(s) after {counts['killed']} kills")
 
 
-STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "3"))
+STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "2"))
 T0_MS = 1_795_000_000_000
 
 
