@@ -17,7 +17,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -356,3 +357,21 @@ def start_session_in_background(
     """
     prepare_spark_environment(config.get("spark.master"))
     return BackgroundSession(config, warm_workers=warm_workers)
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Iterable[tuple[str, str]]) -> Iterator[None]:
+    """Spark ``settings`` set on ``spark`` for the block, and each one restored (or unset)
+    afterwards, whatever the block raises."""
+    pairs = list(settings)
+    before = {key: spark.conf.get(key, None) for key, _ in pairs}
+    try:
+        for key, value in pairs:
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -146,7 +146,7 @@ def flink_sessions(
     columns = list(frame.columns)
     encoded = _crossing(frame, into_python=True)
     time = F.unix_millis(F.col(time_column).cast("timestamp"))
-    key_columns = [F.col(k) for k in keys] or [F.lit(0).alias(_KEY)]
+    key_columns = [F.col(k) for k in keys] or [F.lit(0)]  # one key: sessions over all rows
     source = frame.select(
         *encoded,
         time.alias(_TIME),
@@ -206,7 +206,8 @@ def _top_n_processor(
             out = []
             for row in rows:  # in the order read: a tie ranks the earlier row first
                 row = tuple(row)
-                at = sum(1 for t in top if self.rank(t) <= self.rank(row))
+                rank = self.rank(row)
+                at = sum(1 for t in top if self.rank(t) <= rank)
                 if at >= limit:
                     continue
                 top.insert(at, row)

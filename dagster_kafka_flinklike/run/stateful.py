@@ -23,10 +23,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._spark_session import session_settings
 from ..errors import DeserializationError, KafkaConnectorError
 from ..options import EventTime
 from ..source.offsets import TopicPartition
@@ -61,11 +63,9 @@ _log = logging.getLogger(__name__)
 #: The prefix of each source's observed metrics in the query's progress.
 _INPUT = "dkf_input_"
 _EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
-#: The state store a query starts with (``transformWithState`` needs RocksDB's).
-_STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
-#: RocksDB's state store, which ``transformWithState`` (Flink's session windows) needs.
+#: RocksDB's state store, which ``transformWithState`` (sessions, Top-N) needs.
 ROCKSDB_STATE_STORE = (
-    _STATE_STORE,
+    "spark.sql.streaming.stateStore.providerClass",
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 )
 _PUSH_DOWN_FILTERS = ",".join(
@@ -381,39 +381,33 @@ def run_stateful_query(
     # Spark pushes a filter that does not read the event time below the watermark, which then
     # follows only the rows that pass it; Flink's follows every row of the source. Filters stay
     # above the watermark while the query runs (its micro-batches are planned meanwhile).
-    excluded = spark.conf.get(_EXCLUDED_RULES, None)
-    rules = [r for r in (excluded or "").split(",") if r.strip()]
-    before = {key: spark.conf.get(key, None) for key in (_EXCLUDED_RULES, _STATE_STORE)}
-    spark.conf.set(_EXCLUDED_RULES, ",".join([*rules, _PUSH_DOWN_FILTERS]))
+    rules = [r for r in (spark.conf.get(_EXCLUDED_RULES, None) or "").split(",") if r.strip()]
+    pushed_down = [(_EXCLUDED_RULES, ",".join([*rules, _PUSH_DOWN_FILTERS]))]
     writer = BatchWriter(sink, asset_name, clients, log)
-    try:
-        frames = {n: stream_table(spark, table, when) for n, (table, when) in sources.items()}
-        result = query(frames)
-        if isinstance(result, BatchQuery):
-            writer.per_batch = result.per_batch
-            for key, value in result.settings:
-                spark.conf.set(key, value)
-            result = result.stream
-        started = time.monotonic()
-        stream = (
-            result.writeStream.outputMode(output_mode)
-            .foreachBatch(writer)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .queryName(f"dkf_{asset_name}_{threading.get_ident()}")
-        )
-        handle = stream.start()
-        writer.started(str(handle.id))
-        handle.awaitTermination()
-    except StreamingQueryException as exc:
-        raise _failure(exc, asset_name) from None
-    finally:
-        writer.close()
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+    with ExitStack() as settings:
+        settings.enter_context(session_settings(spark, pushed_down))
+        try:
+            frames = {n: stream_table(spark, table, when) for n, (table, when) in sources.items()}
+            result = query(frames)
+            if isinstance(result, BatchQuery):
+                writer.per_batch = result.per_batch
+                settings.enter_context(session_settings(spark, result.settings))
+                result = result.stream
+            started = time.monotonic()
+            stream = (
+                result.writeStream.outputMode(output_mode)
+                .foreachBatch(writer)
+                .option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True)
+                .queryName(f"dkf_{asset_name}_{threading.get_ident()}")
+            )
+            handle = stream.start()
+            writer.started(str(handle.id))
+            handle.awaitTermination()
+        except StreamingQueryException as exc:
+            raise _failure(exc, asset_name) from None
+        finally:
+            writer.close()
     progress = [
         json.loads(p.json) if hasattr(p, "json") else dict(p) for p in handle.recentProgress
     ]

@@ -46,8 +46,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -183,19 +183,11 @@ class SqlInsert:
             return BatchQuery(self._sink_columns(result), settings=(ROCKSDB_STATE_STORE,))
         return self._sink_columns(result)
 
-    @contextmanager
-    def _settings(self, spark: SparkSession) -> Iterator[None]:
-        before = {key: spark.conf.get(key, None) for key, _ in self.spark_settings}
-        try:
-            for key, value in self.spark_settings:
-                spark.conf.set(key, value)
-            yield
-        finally:
-            for key, old in before.items():
-                if old is None:
-                    spark.conf.unset(key)
-                else:
-                    spark.conf.set(key, old)
+    def _settings(self, spark: SparkSession) -> AbstractContextManager[None]:
+        """The script's ``SET`` statements on ``spark`` while a block analyses a query."""
+        from .._spark_session import session_settings
+
+        return session_settings(spark, self.spark_settings)
 
     def _sessions(self, spark: SparkSession) -> BatchQuery:
         from ..run.processors import flink_sessions

@@ -1180,19 +1180,12 @@ def legacy_session_as_tvf(text: str, start: int = 0, end: int | None = None) -> 
     cursor = start
     n = 0
     rowtime = False  # SESSION_ROWTIME selected: window_time is grouped by too
+    walker = _QueryRewriter(tokens)
     while n < at["FROM"]:  # the select list: the helpers as the window columns
         tok = tokens[n]
         helper = helpers.get(tok.value.upper()) if tok.kind == IDENT else None
         if helper and n + 1 < len(tokens) and tokens[n + 1].value == "(":
-            close = n + 1
-            level = 0
-            for close in range(n + 1, len(tokens)):
-                if tokens[close].kind == SYMBOL and tokens[close].value in "([":
-                    level += 1
-                elif tokens[close].kind == SYMBOL and tokens[close].value in ")]":
-                    level -= 1
-                    if level == 0:
-                        break
+            close = walker.closing(n + 1)
             out.append(text[cursor : tok.start] + helper)
             rowtime = rowtime or helper == "window_time"
             cursor = tokens[close].end
