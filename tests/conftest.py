@@ -65,11 +65,19 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def oracle() -> Any:
-    """Apache Flink as the oracle (PyFlink in its own environment, installed on first use)."""
+def oracle() -> Iterator[Any]:
+    """Apache Flink as the oracle (PyFlink in its own environment, installed on first use).
+
+    Its server starts at once and boots while the first test that asks for it runs its side.
+    """
     from tests.oracle import flink_oracle
 
-    return flink_oracle()
+    flink = flink_oracle()
+    flink.start()
+    try:
+        yield flink
+    finally:
+        flink.close()
 
 
 @pytest.fixture(scope="session")

@@ -198,7 +198,11 @@ _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 def _pid_alive(pid: int) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:
-        return child.poll() is None
+        if child.poll() is None:
+            return True
+        # Reaped: the pid is free, and after a wrap-around of pids it may be another
+        # process's, so forget the child and ask the system about the pid.
+        del _CHILDREN[pid]
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -29,6 +29,7 @@ def main(names: list[str]) -> int:
 
     selected = [p for p in jobs() if not names or p.stem in names]
     oracle = flink_oracle()
+    oracle.start()
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not bootstrap:
@@ -59,6 +60,7 @@ def main(names: list[str]) -> int:
             shown = outcome.detail if outcome.status == "different" else outcome.detail[:160]
             print(f"{outcome.job}: {outcome.status} {shown}", flush=True)
     finally:
+        oracle.close()
         if broker is not None:
             broker.stop()
     passed = counts["same"] + counts["refused"]

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from dagster_kafka_flinklike.sql.translate import translate_query
-from tests.oracle import flink_oracle
 
 pytestmark = [pytest.mark.spark]
 
@@ -56,8 +55,8 @@ def _ours(spark: Any, expression: str) -> dict[str, Any]:
     return {"value": str(value) if isinstance(value, Decimal) else value}
 
 
-def test_functions_give_flinks_values(spark: Any) -> None:
-    theirs = flink_oracle().evaluate(EXPRESSIONS)
+def test_functions_give_flinks_values(spark: Any, oracle: Any) -> None:
+    theirs = oracle.evaluate(EXPRESSIONS)
     differences = []
     for expression, flink in zip(EXPRESSIONS, theirs, strict=True):
         ours = _ours(spark, expression)

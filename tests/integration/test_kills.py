@@ -270,11 +270,13 @@ def test_a_stateful_exactly_once_asset_survives_sigkill(
         child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
         _kill_at_a_moment(child, rng, ("time", *EOS_MARKERS), 20.0, counts)
     produce(400)
+    flink = for_flink(script("tumble_exactly_once.sql", source, theirs))
+    flink = flink.replace("'exactly-once'", "'at-least-once'")
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)  # all input is in the topic
     child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
     assert child.finish() == 0, child.tail()
     print(f"stateful exactly-once kill test: {dict(counts)}", flush=True)
-    flink = for_flink(script("tumble_exactly_once.sql", source, theirs))
-    oracle.run(flink.replace("'exactly-once'", "'at-least-once'"), bootstrap=kafka_bootstrap)
+    flink_done.result()
     # in event-time order nothing is late; the watermark ends 2 s behind the last reading
     last_ms = T0_MS + (sent - 1) * 250
     closed = [

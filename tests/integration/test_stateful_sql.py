@@ -85,11 +85,12 @@ def test_tumbling_windows_on_a_payload_time_column_run_incrementally_as_flink(
         order(6, "web", 100, 4), order(7, "app", 3, 14), order(8, "web", 4, 25),
         order(9, "web", 6, 34.999),
     ])  # fmt: skip
+    flink = for_flink(script("tumble_event_time.sql", source, theirs))
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)  # all input is in the topic
     second = materialize_all(defs, resources, instance)["revenue"]
     assert second["numLateRecordsDropped"] == 1
     assert second["numRecordsIn"] == 4
-    flink = for_flink(script("tumble_event_time.sql", source, theirs))
-    oracle.run(flink, bootstrap=kafka_bootstrap)
+    flink_done.result()
     watermark = T0 + timedelta(seconds=34.999 - 5)
     # Flink's bounded job closes every window at the end of its input; the ones its
     # watermark had passed are what a running job had written by then
@@ -132,9 +133,10 @@ def test_hopping_and_group_windows_in_a_statement_set_write_what_flink_writes(
         click("ann", "/late", 8), click("bob", "/f", 17), click("ann", "/g", 27),
         click("bob", "/h", 41.999),
     ])  # fmt: skip
-    assert materialize_all(defs, resources, instance)
     flink = for_flink(script("hop_and_group_window_event_time.sql", source, theirs))
-    oracle.run(flink, bootstrap=kafka_bootstrap)
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)
+    assert materialize_all(defs, resources, instance)
+    flink_done.result()
     watermark = T0 + timedelta(seconds=41.999 - 2)
     hop = closed(values(kafka_bootstrap, theirs), watermark)
     legacy = closed(values(kafka_bootstrap, f"{theirs}-legacy"), watermark, "w_end")
@@ -187,9 +189,11 @@ def test_an_aggregate_with_having_deletes_groups_that_leave_it_as_flink(
     assert first["numRecordsIn"] == 4
     # b falls below the threshold (deleted), c reaches it, a is unchanged (not written again)
     send(kafka_bootstrap, source, [pay("b", -5), pay("c", 9)])
+    flink = for_flink(script("having_upsert.sql", source, theirs))
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)
     second = materialize_all(defs, resources, instance)["big_accounts"]
     assert (second["numRecordsIn"], second["numRecordsOut"]) == (2, 2)
-    oracle.run(for_flink(script("having_upsert.sql", source, theirs)), bootstrap=kafka_bootstrap)
+    flink_done.result()
     expected = folded(kafka_bootstrap, theirs)
     assert set(expected) == {"a", "c"}
     assert folded(kafka_bootstrap, ours) == expected
@@ -224,10 +228,10 @@ def test_session_windows_merge_late_rows_into_open_sessions_as_flink(
         order(5, "web", 2, 12), order(6, "web", 3, 9), order(7, "app", 100, 8.5),
         order(8, "web", 4, 25), order(9, "web", 6, 40),
     ])  # fmt: skip
+    flink = for_flink(script("session_event_time.sql", source, theirs))
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)
     materialize_all(defs, resources, instance)
-    oracle.run(
-        for_flink(script("session_event_time.sql", source, theirs)), bootstrap=kafka_bootstrap
-    )
+    flink_done.result()
     expected = closed(values(kafka_bootstrap, theirs), T0 + timedelta(seconds=35))
     session = lambda r: (r["channel"], r["window_start"])  # noqa: E731
     assert sorted(map(session, expected)) == [
@@ -269,8 +273,10 @@ def test_a_top_n_deletes_the_rows_pushed_out_of_it_as_flink(
     send(kafka_bootstrap, source, [
         pay(6, "a", 9), pay(7, "a", 9), pay(8, "b", None), pay(9, "b", 0),
     ])  # fmt: skip
+    flink = for_flink(script("top_n_upsert.sql", source, theirs))
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)
     materialize_all(defs, resources, instance)
-    oracle.run(for_flink(script("top_n_upsert.sql", source, theirs)), bootstrap=kafka_bootstrap)
+    flink_done.result()
 
     def folded(topic: str) -> dict[str, Any]:
         latest: dict[str, Any] = {}

@@ -13,13 +13,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +40,35 @@ class FlinkOracleError(RuntimeError):
     """Flink refused or failed a script (its message holds the end of Flink's output)."""
 
 
-@dataclass(frozen=True)
 class FlinkOracle:
-    """A PyFlink installation and the Kafka connector jar: runs scripts to completion."""
+    """A PyFlink installation and the Kafka connector jar: runs scripts to completion.
 
-    python: Path
-    connector: Path
+    One PyFlink process serves every request of the oracle (``flink_job.py --serve``): it is
+    started on the first request (or by :meth:`start`, to boot while the caller works) and
+    stopped by :meth:`close`; one that dies or hangs is replaced on the next request.
+    """
+
+    def __init__(self, python: Path, connector: Path) -> None:
+        self.python = python
+        self.connector = connector
+        self._lock = threading.Lock()
+        self._server: subprocess.Popen[str] | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._home = Path(tempfile.mkdtemp(prefix="flink-oracle-"))
+        self._requests = 0
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="flink-oracle")
+
+    def start(self) -> None:
+        """Start the server unless it runs (returns at once: it boots in the background)."""
+        with self._lock:
+            self._ensure_server()
+
+    def close(self) -> None:
+        """Stop the server and remove its files."""
+        self._background.shutdown(wait=True)
+        with self._lock:
+            self._stop_server()
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def run(self, script: str, *, bootstrap: str, timeout_s: float = 600) -> str:
         """Run ``script`` (``${BOOTSTRAP}`` replaced by ``bootstrap``) on Flink; return its
@@ -50,61 +77,115 @@ class FlinkOracle:
         Raises:
             FlinkOracleError: Flink refused the script or the job failed.
         """
-        with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
-            path = Path(tmp) / "job.sql"
-            path.write_text(script.replace("${BOOTSTRAP}", bootstrap), encoding="utf-8")
-            done = subprocess.run(
-                [str(self.python), str(_JOB), str(path), str(self.connector)],
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=self._env(tmp),
-                cwd=tmp,
-            )
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-            raise FlinkOracleError(f"Flink failed the script (exit {done.returncode}):\n{tail}")
-        return done.stdout
+        text = script.replace("${BOOTSTRAP}", bootstrap)
+        code, output = self._call("run", text, [str(self.connector)], timeout_s)
+        if code != 0:
+            tail = "\n".join(output.splitlines()[-40:])
+            raise FlinkOracleError(f"Flink failed the script (exit {code}):\n{tail}")
+        return output
+
+    def submit(self, script: str, *, bootstrap: str, timeout_s: float = 600) -> Future[str]:
+        """:meth:`run` in the background: Flink works while the caller runs its own side over
+        the same (complete) input; the future's result is :meth:`run`'s."""
+        return self._background.submit(self.run, script, bootstrap=bootstrap, timeout_s=timeout_s)
 
     def evaluate(self, expressions: list[str], *, timeout_s: float = 600) -> list[dict[str, Any]]:
         """Flink's result of each expression (``SELECT <expression>``): ``{"value": v}`` (as
         JSON, dates and decimals as text) or ``{"error": "..."}`` where Flink fails it."""
-        with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
-            path = Path(tmp) / "expressions.txt"
-            path.write_text("\n".join(expressions) + "\n", encoding="utf-8")
-            done = subprocess.run(
-                [str(self.python), str(_JOB), "--evaluate", str(path)],
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=self._env(tmp),
-                cwd=tmp,
-            )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or len(lines) != len(expressions):
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-            raise FlinkOracleError(
-                f"Flink failed the expressions (exit {done.returncode}):\n{tail}"
-            )
+        text = "\n".join(expressions) + "\n"
+        code, output = self._call("evaluate", text, [], timeout_s)
+        lines = [line for line in output.splitlines() if line.startswith("{")]
+        if code != 0 or len(lines) != len(expressions):
+            tail = "\n".join(output.splitlines()[-40:])
+            raise FlinkOracleError(f"Flink failed the expressions (exit {code}):\n{tail}")
         return [json.loads(line) for line in lines]
 
     def reserved(self, words: list[str], *, timeout_s: float = 600) -> list[str]:
         """The ``words`` Flink's parser refuses as an unquoted table name (and takes quoted)."""
-        with tempfile.TemporaryDirectory(prefix="flink-oracle-") as tmp:
-            path = Path(tmp) / "words.txt"
-            path.write_text("\n".join(words) + "\n", encoding="utf-8")
-            done = subprocess.run(
-                [str(self.python), str(_JOB), "--reserved", str(path)],
-                capture_output=True,
+        code, output = self._call("reserved", "\n".join(words) + "\n", [], timeout_s)
+        if code != 0:
+            tail = "\n".join(output.splitlines()[-40:])
+            raise FlinkOracleError(f"Flink failed the words (exit {code}):\n{tail}")
+        return [line.strip() for line in output.splitlines() if line.strip().isupper()]
+
+    def _call(self, op: str, text: str, args: list[str], timeout_s: float) -> tuple[int, str]:
+        """Send one request with ``text`` as its input file; its exit code and its output."""
+        with self._lock:
+            self._requests += 1
+            number = self._requests
+            given = self._home / f"{number}.in"
+            out = self._home / f"{number}.out"
+            given.write_text(text, encoding="utf-8")
+            server = self._ensure_server()
+            assert server.stdin is not None
+            request = {"id": number, "op": op, "args": [str(given), *args], "out": str(out)}
+            try:
+                server.stdin.write(json.dumps(request) + "\n")
+                server.stdin.flush()
+            except OSError:
+                pass  # it died: said below, with its log
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    answer = self._answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    self._stop_server()
+                    raise FlinkOracleError(f"Flink did not finish in {timeout_s:.0f} s") from None
+                if answer is None:  # the server's stdout closed: it died
+                    log = self._log().read_text(errors="replace").splitlines()[-40:]
+                    self._stop_server()
+                    raise FlinkOracleError("The Flink oracle exited:\n" + "\n".join(log))
+                fields = answer.split()
+                if fields[:2] == ["@@done", str(number)]:
+                    output = out.read_text(encoding="utf-8") if out.exists() else ""
+                    given.unlink(missing_ok=True)
+                    out.unlink(missing_ok=True)
+                    return int(fields[2]), output
+
+    def _log(self) -> Path:
+        return self._home / "server.log"
+
+    def _ensure_server(self) -> subprocess.Popen[str]:
+        if self._server is not None and self._server.poll() is None:
+            return self._server
+        self._stop_server()
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "FLINK_LOG_DIR": str(self._home)}
+        env.pop("PYTHONPATH", None)
+        with self._log().open("a") as log:
+            server = subprocess.Popen(
+                [str(self.python), str(_JOB), "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
                 text=True,
-                timeout=timeout_s,
-                env=self._env(tmp),
-                cwd=tmp,
+                env=env,
+                cwd=self._home,
             )
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-            raise FlinkOracleError(f"Flink failed the words (exit {done.returncode}):\n{tail}")
-        return [line.strip() for line in done.stdout.splitlines() if line.strip().isupper()]
+        answers: queue.Queue[str | None] = queue.Queue()
+
+        def read() -> None:
+            assert server.stdout is not None
+            for line in server.stdout:
+                if line.startswith("@@done "):
+                    answers.put(line.strip())
+            answers.put(None)
+
+        threading.Thread(target=read, name="flink-oracle-answers", daemon=True).start()
+        self._server, self._answers = server, answers
+        return server
+
+    def _stop_server(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        with contextlib.suppress(OSError):
+            assert server.stdin is not None
+            server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
     def parser_keywords(self) -> list[str]:
         """Every keyword of Flink's SQL parser (the token names its planner jar declares)."""
@@ -122,12 +203,6 @@ class FlinkOracle:
                 )
                 data = planner.read(constants)
         return sorted({w.decode() for w in re.findall(rb'"([A-Z][A-Z0-9_]*)"', data)})
-
-    @staticmethod
-    def _env(tmp: str) -> dict[str, str]:
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "FLINK_LOG_DIR": tmp}
-        env.pop("PYTHONPATH", None)
-        return env
 
 
 def _install(tmp: Path) -> dict[str, object]:

@@ -1,13 +1,18 @@
-"""Run one Flink SQL script on Apache Flink (PyFlink's local mini-cluster) and wait for it.
+"""Run Flink SQL scripts on Apache Flink (PyFlink's local mini-cluster) and wait for each.
 
-Runs in the oracle's own virtual environment (see :mod:`tests.oracle`), never in the project's:
-``python flink_job.py SCRIPT CONNECTOR_JAR``, or ``python flink_job.py --evaluate FILE`` for
-Flink's value of each expression of FILE (one a line). The script's statements are separated
-by ``;`` at the end of a line; its ``INSERT`` statements run together as one statement set, as
-a Flink SQL client runs a script's ``EXECUTE STATEMENT SET``; ``SET 'key' = 'value'``
-configures the job, as in the SQL client. Every Kafka source of a script given to the oracle
-is bounded (``'scan.bounded.mode' = 'latest-offset'``), so the job ends.
-"""
+Runs in the oracle's own virtual environment (see :mod:`tests.oracle`), never in the project's,
+as a server: ``python flink_job.py --serve`` answers one request a line on stdin (JSON: ``id``,
+``op``, ``args``, ``out``) in one JVM, so that each job pays for Flink's mini-cluster only, not
+for Python, PyFlink and its gateway JVM again. The operations: ``run SCRIPT CONNECTOR_JAR``,
+``evaluate FILE`` (Flink's value of each expression of FILE, one a line) and ``reserved FILE``.
+What an operation prints goes to the request's ``out`` file; the server then prints
+``@@done ID EXIT_CODE``.
+
+A script's statements are separated by ``;`` at the end of a line; its ``INSERT`` statements
+run together as one statement set, as a Flink SQL client runs a script's ``EXECUTE STATEMENT
+SET``; ``SET 'key' = 'value'`` configures the job, as in the SQL client. Every Kafka source of a
+script given to the oracle is bounded (``'scan.bounded.mode' = 'latest-offset'``), so the job
+ends."""
 
 from __future__ import annotations
 
@@ -104,9 +109,36 @@ def reserved(words_file: str) -> int:
     return 0
 
 
+OPERATIONS = {"run": main, "evaluate": evaluate, "reserved": reserved}
+
+
+def serve() -> int:
+    """Answer the requests of stdin until it closes (see the module's docstring)."""
+    import contextlib
+    import io
+    import json
+    import traceback
+
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    reply = sys.stdout
+    TableEnvironment.create(EnvironmentSettings.in_batch_mode())  # the gateway JVM, once
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                code = OPERATIONS[request["op"]](*request["args"])
+        except Exception:  # the job failed: its traceback is the answer
+            traceback.print_exc(file=printed)
+            code = 1
+        with open(request["out"], "w", encoding="utf-8") as f:
+            f.write(printed.getvalue())
+        print(f"@@done {request['id']} {code}", file=reply, flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--evaluate":
-        sys.exit(evaluate(sys.argv[2]))
-    if sys.argv[1] == "--reserved":
-        sys.exit(reserved(sys.argv[2]))
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(serve())

@@ -19,6 +19,7 @@ from dagster_kafka_flinklike.errors import EmbeddedKafkaError, KafkaConnectorErr
 from dagster_kafka_flinklike.local import (
     KAFKA_VERSION,
     EmbeddedKafka,
+    _service,
     default_cache_dir,
     default_home,
     ensure_local_kafka,
@@ -233,6 +234,23 @@ def test_status_and_stop_of_a_live_recorded_process(
     assert proc.wait(5) != 0
     assert not state.exists()
     assert kafka.status() is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs procfs")
+def test_a_reused_pid_of_a_reaped_child_is_asked_of_the_system(
+    tmp_path: Path,
+    fake_broker: tuple[subprocess.Popen[bytes], int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A service child that died long ago must not make a live process with its pid look dead."""
+    proc, port = fake_broker
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # After a wrap-around of pids, the broker got the pid the dead child once had.
+    monkeypatch.setitem(_service._CHILDREN, proc.pid, dead)
+    _write_state(tmp_path, proc.pid, port)
+    assert EmbeddedKafka(tmp_path).status() == f"127.0.0.1:{port}"
+    assert proc.pid not in _service._CHILDREN
 
 
 # ------------------------------------------------------------------------------ resolution
