@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..local import JvmService
+    from ..local import EmbeddedKafkaCluster, JvmService
 
 __all__ = ["main"]
 
@@ -52,11 +52,16 @@ class _LocalService:
     env: str  # the variable that makes the demo and the tests use another one
     env_names: str  # what that variable names
     description: str
+    #: Whether ``--nodes N`` runs a cluster of N instead (in ``<folder>-cluster``).
+    clusters: bool = False
 
-    def make(self) -> JvmService:
-        """The service in its directory under ``default_home()``."""
+    def make(self, nodes: int = 1) -> JvmService | EmbeddedKafkaCluster:
+        """The service in its directory under ``default_home()`` (a cluster of ``nodes``)."""
         from .. import local
 
+        if nodes > 1:
+            folder = local.default_home() / f"{self.folder}-cluster"
+            return local.EmbeddedKafkaCluster(folder, nodes)
         kind: type[JvmService] = getattr(local, self.kind)
         return kind(local.default_home() / self.folder)
 
@@ -73,8 +78,11 @@ _KAFKA = _LocalService(
     description=(
         "Manage a real single-node Apache Kafka broker on 127.0.0.1, kept in "
         "$DKF_HOME/kafka (default ./.local/kafka). The first start downloads Kafka with "
-        "Maven and needs Java 17+. The broker keeps running until `dkf local-kafka stop`."
+        "Maven and needs Java 17+. The broker keeps running until `dkf local-kafka stop`. "
+        "With --nodes N (2 or more) the same commands manage a cluster of N brokers (KRaft, "
+        "replication factor 3, min.insync.replicas 2) in $DKF_HOME/kafka-cluster instead."
     ),
+    clusters=True,
 )
 _REGISTRY = _LocalService(
     command="local-registry",
@@ -122,7 +130,7 @@ def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        address = service.make().start(timeout=args.timeout)
+        address = service.make(args.nodes).start(timeout=args.timeout)
     except EmbeddedServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -133,7 +141,7 @@ def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
 def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
     from ..local import EmbeddedServiceError
 
-    instance = service.make()
+    instance = service.make(args.nodes)
     try:
         stopped = instance.stop(timeout=args.timeout)
     except EmbeddedServiceError as exc:
@@ -147,7 +155,7 @@ def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
 
 
 def _cmd_status(service: _LocalService, args: argparse.Namespace) -> int:
-    address = service.make().status()
+    address = service.make(args.nodes).status()
     if address is None:
         print("not running", file=sys.stderr)
         return 1
@@ -183,6 +191,13 @@ def _add_local_service(subparsers: _Subparsers, service: _LocalService) -> None:
         "status", help=f"print the {service.address}; exit 1 when not running"
     )
     status.set_defaults(handler=functools.partial(_cmd_status, service))
+    for action in (start, stop, status):
+        if service.clusters:
+            action.add_argument(
+                "--nodes", type=int, default=1, help="a cluster of this many nodes (1: one broker)"
+            )
+        else:
+            action.set_defaults(nodes=1)
 
 
 def _add_local_kafka(subparsers: _Subparsers) -> None:

@@ -10,10 +10,15 @@ servers and registry URLs as configuration; the demo and the tests get them from
 
 Example:
     >>> from pathlib import Path
-    >>> from dagster_kafka_flinklike.local import EmbeddedKafka, EmbeddedSchemaRegistry
+    >>> from dagster_kafka_flinklike.local import (
+    ...     EmbeddedKafka, EmbeddedKafkaCluster, EmbeddedSchemaRegistry
+    ... )
     >>> with EmbeddedKafka(Path("/tmp/kafka")) as kafka:  # doctest: +SKIP
     ...     print(kafka.bootstrap_servers)
     127.0.0.1:41234
+    >>> with EmbeddedKafkaCluster(Path("/tmp/kafka3"), nodes=3) as cluster:  # doctest: +SKIP
+    ...     print(cluster.bootstrap_servers)
+    127.0.0.1:41236,127.0.0.1:41238,127.0.0.1:41240
     >>> with EmbeddedSchemaRegistry(Path("/tmp/sr")) as registry:  # doctest: +SKIP
     ...     print(registry.url)
     http://127.0.0.1:41235/apis/ccompat/v7
@@ -35,6 +40,7 @@ from ._broker import (
     render_server_properties,
     resolve_bootstrap_servers,
 )
+from ._cluster import EmbeddedKafkaCluster
 from ._registry import (
     EmbeddedSchemaRegistry,
     ensure_local_schema_registry,
@@ -58,6 +64,7 @@ __all__ = [
     "KAFKA_VERSION",
     "SCHEMA_REGISTRY_VERSION",
     "EmbeddedKafka",
+    "EmbeddedKafkaCluster",
     "EmbeddedKafkaError",
     "EmbeddedSchemaRegistry",
     "EmbeddedSchemaRegistryError",

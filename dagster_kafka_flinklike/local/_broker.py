@@ -25,6 +25,7 @@ from ._service import (
     free_port,
     from_env_or_start,
     from_env_or_status,
+    port_is_free,
     render_properties,
     rolling_log4j2_properties,
 )
@@ -94,12 +95,36 @@ def _substitute(value: str, port: int, controller_port: int, data_dir: Path) -> 
     )
 
 
+def replication_properties(nodes: int) -> dict[str, str]:
+    """The replication settings of a cluster of ``nodes`` brokers: every partition and internal
+    topic on up to three of them, and writes (``acks=all``) that need two in sync from three
+    nodes on, so that one broker may die without loss or unavailability.
+
+    Example:
+        >>> replication_properties(3)["min.insync.replicas"]
+        '2'
+    """
+    factor = str(min(nodes, 3))
+    in_sync = "2" if nodes >= 3 else "1"
+    return {
+        "default.replication.factor": factor,
+        "min.insync.replicas": in_sync,
+        "offsets.topic.replication.factor": factor,
+        "transaction.state.log.replication.factor": factor,
+        "transaction.state.log.min.isr": in_sync,
+        "share.coordinator.state.topic.replication.factor": factor,
+        "share.coordinator.state.topic.min.isr": in_sync,
+    }
+
+
 def render_server_properties(
     data_dir: Path,
     *,
     port: int,
     controller_port: int,
     extra_properties: Mapping[str, str] | None = None,
+    node_id: int = 1,
+    voters: Mapping[int, int] | None = None,
 ) -> str:
     """The ``server.properties`` of a single-node KRaft broker+controller on 127.0.0.1.
 
@@ -109,6 +134,9 @@ def render_server_properties(
     the last value of a key). In their values, ``{port}``, ``{controller_port}`` and
     ``{data_dir}`` are replaced by the broker's, e.g. to add a SASL listener next to the
     PLAINTEXT one.
+
+    A node of a cluster has its ``node_id`` and the controller ports of every node
+    (``voters``: node id to port), and replicates as :func:`replication_properties` says.
 
     Args:
         data_dir: the broker directory; partitions go to ``data_dir / "data"``.
@@ -121,11 +149,21 @@ def render_server_properties(
         >>> "advertised.listeners=PLAINTEXT://127.0.0.1:9092" in text
         True
     """
+    quorum = dict(voters or {node_id: controller_port})
+    if quorum.get(node_id) != controller_port:
+        raise EmbeddedKafkaError(
+            f"Node {node_id} of the cluster must be one of its voters {quorum}, on its "
+            f"controller port {controller_port}."
+        )
+    cluster = {"node.id": str(node_id), **(replication_properties(len(quorum)) if voters else {})}
     props: list[tuple[str, str]] = [
-        *_BASE_PROPERTIES,
+        *((key, cluster.get(key, value)) for key, value in _BASE_PROPERTIES),
         ("listeners", f"PLAINTEXT://{_HOST}:{port},CONTROLLER://{_HOST}:{controller_port}"),
         ("advertised.listeners", f"PLAINTEXT://{_HOST}:{port}"),
-        ("controller.quorum.voters", f"1@{_HOST}:{controller_port}"),
+        (
+            "controller.quorum.voters",
+            ",".join(f"{node}@{_HOST}:{p}" for node, p in sorted(quorum.items())),
+        ),
         ("log.dirs", str(data_dir / DATA_DIR)),
     ]
     extra = {
@@ -204,6 +242,29 @@ class EmbeddedKafka(JvmService):
 
     _controller_port: int | None = None  # known once started or adopted
 
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        extra_properties: Mapping[str, str] | None = None,
+        node_id: int = 1,
+        voters: Mapping[int, int] | None = None,
+        cluster_id: str | None = None,
+    ) -> None:
+        """``node_id``, ``voters`` (node id to controller port) and ``cluster_id`` make the
+        broker one node of a cluster (:class:`~.EmbeddedKafkaCluster` sets them); its ports
+        are then fixed: ``port`` and its own voter's."""
+        super().__init__(data_dir, port=port, extra_properties=extra_properties)
+        if voters is not None and (port is None or node_id not in voters):
+            raise EmbeddedKafkaError(
+                f"A cluster node needs its client port and a controller port among the voters "
+                f"{dict(voters)} (node {node_id})."
+            )
+        self.node_id = node_id
+        self.voters = dict(voters) if voters is not None else None
+        self.cluster_id = cluster_id
+
     @property
     def bootstrap_servers(self) -> str:
         """``"127.0.0.1:<port>"`` of the running broker (started here or by another process).
@@ -242,6 +303,21 @@ class EmbeddedKafka(JvmService):
     def _adopted(self, state: Mapping[str, Any]) -> None:
         self._controller_port = int(state.get("controller_port") or 0) or None
 
+    def _choose_ports(self, fresh: bool) -> dict[str, int]:
+        if self.voters is None:
+            return super()._choose_ports(fresh)
+        assert self.port is not None
+        ports = {"port": self.port, "controller_port": self.voters[self.node_id]}
+        taken = [str(p) for p in ports.values() if not port_is_free(p)]
+        if taken:
+            raise EmbeddedKafkaError(
+                f"Cannot start node {self.node_id} of the Kafka cluster: port(s) "
+                f"{', '.join(taken)} of {HOST} are in use, and a node keeps its ports (the "
+                f"other nodes know it by them). Free them, or stop the cluster and delete "
+                f"{self.data_dir.parent} to start afresh on other ports."
+            )
+        return ports
+
     def _prepare(self, java: str, fetched: Path, ports: Mapping[str, int]) -> list[str]:
         props = self.properties_file
         log4j = self.data_dir / LOG4J2_PROPERTIES
@@ -251,6 +327,8 @@ class EmbeddedKafka(JvmService):
                 port=ports["port"],
                 controller_port=ports["controller_port"],
                 extra_properties=self.extra_properties,
+                node_id=self.node_id,
+                voters=self.voters,
             ),
             encoding="latin-1",
         )
@@ -281,7 +359,7 @@ class EmbeddedKafka(JvmService):
     def _format_storage(self, java: str, libs: Path, props: Path) -> None:
         if (self.data_dir / DATA_DIR / "meta.properties").is_file():
             return
-        cluster_id = _new_cluster_id()
+        cluster_id = self.cluster_id or _new_cluster_id()
         cmd = [java, "-cp", f"{libs}/*", "kafka.tools.StorageTool", "format"]
         cmd += ["-t", cluster_id, "-c", str(props), "--ignore-formatted"]
         logger.info("Formatting Kafka storage in %s (cluster id %s).", self.data_dir, cluster_id)

@@ -345,6 +345,12 @@ class JvmService:
         return self.data_dir / self.console_name
 
     @property
+    def pid(self) -> int | None:
+        """The process id of the running service (started by any process), else ``None``."""
+        state = self._live_state()
+        return int(state["pid"]) if state is not None else None
+
+    @property
     def properties_file(self) -> Path:
         """The service's configuration file, written by each start."""
         return self.data_dir / self.properties_name

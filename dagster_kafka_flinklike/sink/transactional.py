@@ -12,7 +12,8 @@ The order matters:
    asset and completes or aborts its lingering transaction;
 2. the source groups' committed offsets are read with require-stable semantics;
 3. the run plans and reads from them, produces, sends the offsets, commits. A commit that times
-   out is retried, never aborted.
+   out is retried, never aborted, until the transaction timeout; a commit whose answer never
+   came is settled by step 1 again: the source offsets then committed say whether it did.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     DeliveryError,
+    KafkaConnectorError,
     KafkaErrorKind,
     KafkaOptionsError,
     TransactionError,
@@ -62,6 +64,8 @@ TIMEOUT_SAFETY = 0.9
 _REQUEST_TIMEOUT_S = 30.0
 #: One ``commit_transaction`` attempt; a commit still pending then is retried.
 COMMIT_ATTEMPT_TIMEOUT_S = 30.0
+#: How long settling a commit whose answer never came may wait for the cluster.
+SETTLE_TIMEOUT_S = 60.0
 _STATS_INTERVAL_MS = 500
 
 
@@ -177,8 +181,11 @@ class TransactionalSink:
         self._identity: tuple[int, int] | None = None
 
     # -- 1. fence ---------------------------------------------------------------------------
-    def begin(self) -> None:
+    def begin(self, *, init_timeout_s: float | None = None) -> None:
         """Check the timeout against the broker, then ``init_transactions`` (fences, recovers).
+
+        ``init_timeout_s`` bounds ``init_transactions`` (default: the transaction timeout, at
+        least 30 s: it may wait for a transaction a killed run left to end).
 
         Raises:
             KafkaOptionsError: the transaction timeout exceeds the broker's maximum.
@@ -205,7 +212,9 @@ class TransactionalSink:
             # sent while librdkafka replaces its bootstrap connection by the broker's own fails,
             # and librdkafka asks again only 500 ms later (one run in four here).
             self._producer.list_topics(timeout=_REQUEST_TIMEOUT_S)
-            self._producer.init_transactions(max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000))
+            self._producer.init_transactions(
+                init_timeout_s or max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
+            )
         except KafkaException as exc:
             raise TransactionError(
                 f"Could not initialise transactional id {self.transactional_id!r}: {exc}. "
@@ -405,7 +414,7 @@ class TransactionalSink:
             self._abort()
             raise
         self.log.info(f"Transaction {self.transactional_id!r}: committing.")
-        attempts = self._commit(started)
+        attempts = self._commit(started, offsets)
         self.log.info(f"Transaction {self.transactional_id!r}: committed.")
         self._await_identity()
         described = self.describe_identity()
@@ -450,28 +459,99 @@ class TransactionalSink:
             _REQUEST_TIMEOUT_S,
         )
 
-    def _commit(self, started: float) -> int:
-        """Commit, retrying a commit that timed out (never aborting it). Returns attempts."""
+    def _commit(self, started: float, offsets: Mapping[str, Mapping[TopicPartition, int]]) -> int:
+        """Commit, retrying a commit that timed out (never aborting it) until the transaction
+        timeout has passed since ``started``. Returns the attempts.
+
+        Once ``commit_transaction`` was sent, a failure does not say that nothing committed:
+        the coordinator may have the commit and the answer be lost. Then the outcome is
+        settled (:meth:`_settle`) before the run succeeds or fails.
+        """
         from confluent_kafka import KafkaException
 
         producer = self._require()
+        bound = started + self.timeout_ms / 1000
         attempts = 0
         while True:
             attempts += 1
+            attempt_s = max(1.0, min(COMMIT_ATTEMPT_TIMEOUT_S, bound - time.monotonic()))
             try:
-                producer.commit_transaction(COMMIT_ATTEMPT_TIMEOUT_S)
+                producer.commit_transaction(attempt_s)
                 return attempts
             except KafkaException as exc:
                 kind = classify_kafka_error(exc)
-                if kind == KafkaErrorKind.RETRIABLE:
+                if kind == KafkaErrorKind.ABORTABLE:  # refused before committing anything
+                    self._abort()
+                    raise TransactionError(self._failure_message(exc, started)) from exc
+                if kind == KafkaErrorKind.FENCED:  # a newer producer settles it, not this one
+                    message = self._failure_message(exc, started, commit_sent=attempts > 1)
+                    raise TransactionError(message) from exc
+                if kind == KafkaErrorKind.RETRIABLE and time.monotonic() < bound:
                     self.log.warning(
                         f"Commit of transaction {self.transactional_id!r} did not complete "
                         f"({exc}); retrying (attempt {attempts})."
                     )
                     continue
-                if kind == KafkaErrorKind.ABORTABLE:
-                    self._abort()
-                raise TransactionError(self._failure_message(exc, started)) from exc
+                self._settle(exc, started, offsets)
+                return attempts
+
+    def _settle(
+        self,
+        exc: Exception,
+        started: float,
+        offsets: Mapping[str, Mapping[TopicPartition, int]],
+    ) -> None:
+        """Find out whether a commit whose answer never came committed; raise unless it did.
+
+        A new producer with the same transactional id fences this one: its
+        ``init_transactions`` completes a commit the coordinator has and aborts a transaction it
+        does not. The source offsets commit with the records or not at all, so the group's
+        committed offsets then tell which happened (as Flink's committer recovers a commit).
+
+        Raises:
+            TransactionError: the transaction did not commit (it is aborted now), or the
+                cluster could not be asked and the outcome is not known.
+        """
+        elapsed = time.monotonic() - started
+        head = (
+            f"The commit of transaction {self.transactional_id!r} was sent but not confirmed "
+            f"after {elapsed:.1f}s ({exc})"
+        )
+        old, self._producer = self._producer, None
+        with contextlib.suppress(Exception):
+            old.flush(0)
+        try:
+            self.begin(init_timeout_s=SETTLE_TIMEOUT_S)
+            committed = {
+                group: self.committed_offsets(group, list(group_offsets)) == dict(group_offsets)
+                for group, group_offsets in offsets.items()
+                if group_offsets
+            }
+        except KafkaConnectorError as settle_exc:  # the cluster did not answer
+            raise TransactionError(
+                f"{head}, and the cluster at {self.client.get('bootstrap.servers')!r} could not "
+                f"be asked whether it committed ({settle_exc}). Whether it committed is not "
+                f"known. Its records and its source offsets commit together or not at all, so "
+                f"the next run settles it: it fences this transaction, which completes or "
+                f"aborts, and reads on from the offsets committed; nothing is lost or written "
+                f"twice."
+            ) from exc
+        if not committed:
+            raise TransactionError(
+                f"{head}. It carried no source offsets, so whether it committed is not known "
+                f"here: its records are in topic(s) of the sink for read_committed consumers "
+                f"if it did. The transactional id is fenced now; nothing of it is pending."
+            ) from exc
+        if all(committed.values()):
+            self.log.warning(
+                f"{head}; the cluster confirms that it committed (its source offsets are "
+                f"committed), so the run succeeds."
+            )
+            return
+        raise TransactionError(
+            f"{head}. The cluster aborted it (the source offsets sent with it are not "
+            f"committed): nothing was committed; the next run re-reads the same offsets."
+        ) from exc
 
     def _abort(self) -> None:
         producer = self._producer
@@ -490,16 +570,23 @@ class TransactionalSink:
             f"'transaction.max.timeout.ms') or read less per run."
         )
 
-    def _failure_message(self, exc: object, started: float) -> str:
+    def _failure_message(self, exc: object, started: float, *, commit_sent: bool = False) -> str:
         elapsed = time.monotonic() - started
         text = str(exc)
         fenced = classify_kafka_error(exc) == KafkaErrorKind.FENCED
+        outcome = (
+            "If an earlier attempt of its commit reached the cluster, it committed; otherwise "
+            "nothing was. Its records and source offsets go together either way, so the next "
+            "run reads on from the offsets committed."
+            if commit_sent
+            else "Nothing was committed; the next run re-reads the same offsets."
+        )
         if elapsed * 1000 >= self.timeout_ms or fenced:
             return (
                 f"The transaction of {self.transactional_id!r} was fenced after {elapsed:.1f}s: "
                 f"another run of the asset started with the same transactional id, or the broker "
-                f"aborted it after 'transaction.timeout.ms' = {self.timeout_ms}. Nothing was "
-                f"committed; the next run re-reads the same offsets. ({text})"
+                f"aborted it after 'transaction.timeout.ms' = {self.timeout_ms}. {outcome} "
+                f"({text})"
             )
         return (
             f"The transaction of {self.transactional_id!r} failed to commit: {text}. Nothing was "

@@ -112,19 +112,26 @@ class KafkaAdmin:
         return found
 
     def broker_config(self, name: str) -> list[str]:
-        """The value of broker setting ``name`` on every broker of the cluster (one request).
+        """The value of broker setting ``name`` on every broker of the cluster.
+
+        One request a broker, all sent at once: a broker's configuration is asked of that
+        broker, and librdkafka allows one broker resource per call.
 
         Raises:
             KafkaClientError: the brokers did not answer.
         """
         brokers = self.metadata().brokers
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
-        if not resources:
-            return []
         values: list[str] = []
         try:
-            futures = self.client.describe_configs(resources, request_timeout=self.timeout_s)
-            for future in futures.values():
+            futures = [
+                future
+                for broker in sorted(brokers)
+                for future in self.client.describe_configs(
+                    [ConfigResource(ResourceType.BROKER, str(broker))],
+                    request_timeout=self.timeout_s,
+                ).values()
+            ]
+            for future in futures:
                 entry = future.result().get(name)
                 if entry is not None and entry.value is not None:
                     values.append(str(entry.value))

@@ -1,11 +1,13 @@
 """One materialization of a Kafka → Spark → Kafka copy asset, run as a child process.
 
 The kill tests start this with ``python -m tests.integration.kill_child BOOTSTRAP SOURCE SINK
-GUARANTEE`` under a persistent ``$DAGSTER_HOME`` and SIGKILL it at chosen moments.
+GUARANTEE [SINK_OPTIONS_JSON]`` under a persistent ``$DAGSTER_HOME`` and SIGKILL it at chosen
+moments; the broker fault tests add sink options (a shorter transaction timeout).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from dagster import DagsterInstance, materialize
@@ -21,7 +23,9 @@ from dagster_kafka_flinklike.spark import local_spark_config
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 
 
-def build(source_topic: str, sink_topic: str, guarantee: str) -> object:
+def build(
+    source_topic: str, sink_topic: str, guarantee: str, sink_extra: dict[str, str] | None = None
+) -> object:
     """The copy asset: every source record becomes one sink record."""
     source = KafkaTableSpec.from_options(
         {
@@ -42,6 +46,7 @@ def build(source_topic: str, sink_topic: str, guarantee: str) -> object:
     }
     if guarantee == "exactly-once":
         sink_options["sink.transactional-id-prefix"] = f"copy-{sink_topic}"
+    sink_options.update(sink_extra or {})
     sink = KafkaTableSpec.from_options(sink_options, columns=COLUMNS, role="sink")
 
     @kafka_streaming_asset(
@@ -54,11 +59,12 @@ def build(source_topic: str, sink_topic: str, guarantee: str) -> object:
 
 
 def main(argv: list[str]) -> int:
-    bootstrap, source_topic, sink_topic, guarantee = argv
+    bootstrap, source_topic, sink_topic, guarantee = argv[:4]
+    sink_extra = json.loads(argv[4]) if len(argv) > 4 else None
     config = local_spark_config("kill-test")
     config["spark.ui.enabled"] = "false"
     result = materialize(
-        [build(source_topic, sink_topic, guarantee)],
+        [build(source_topic, sink_topic, guarantee, sink_extra)],
         instance=DagsterInstance.get(),
         resources={
             "kafka": KafkaResource(bootstrap_servers=bootstrap),

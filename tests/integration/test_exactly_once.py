@@ -281,6 +281,109 @@ def test_a_commit_that_times_out_is_retried_never_aborted(small_broker, spark, m
     assert committed(bootstrap, "retry-group", source, 1) == [100]
 
 
+class LostCommitAnswers:
+    """The sink's producer, whose ``commit_transaction`` never answers (a timeout, as when the
+    answer is lost on the network); the first call still commits, or freezes the broker."""
+
+    def __init__(self, producer, *, commit: bool, freeze_pid: int | None = None) -> None:
+        self._producer, self._commit, self._freeze_pid = producer, commit, freeze_pid
+        self.calls = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._producer, name)
+
+    def commit_transaction(self, timeout: float) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls += 1
+        if self.calls == 1 and self._commit:
+            self._producer.commit_transaction(timeout)
+        if self.calls == 1 and self._freeze_pid:
+            os.kill(self._freeze_pid, signal.SIGSTOP)
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "no answer", retriable=True))
+
+
+def _write_losing_commit_answers(bootstrap: str, spark, tid: str, **lost) -> tuple:
+    """Write 50 records and offset 50 of a source through a sink whose commits never answer
+    (transaction timeout 6 s); the outcome (a result or the error) and the topics."""
+    source, sink_topic = _topic(bootstrap, f"{tid}-in"), _topic(bootstrap, f"{tid}-out")
+    log = Lines()
+    sink = transactional.TransactionalSink(
+        sink_topic, {"bootstrap.servers": bootstrap, "transaction.timeout.ms": 6000}, tid, log=log
+    )
+    encoded = spark.createDataFrame(
+        [(None, json.dumps({"id": i}).encode()) for i in range(50)], "key binary, value binary"
+    )
+    try:
+        sink.begin()
+        sink._producer = LostCommitAnswers(sink._producer, **lost)
+        try:
+            outcome = sink.write(encoded, {f"group-{tid}": {(source, 0): 50}})
+        except transactional.TransactionError as exc:
+            outcome = exc
+    finally:
+        sink.close()
+    return outcome, log, source, sink_topic
+
+
+def test_a_commit_whose_answer_is_lost_succeeds_when_its_offsets_say_it_committed(
+    small_broker, spark
+) -> None:
+    bootstrap = small_broker.bootstrap_servers
+    tid = f"lost-answer-{time.time_ns()}"
+    result, log, source, sink_topic = _write_losing_commit_answers(
+        bootstrap, spark, tid, commit=True
+    )
+    assert isinstance(result, transactional.TransactionResult), result
+    assert result.records == 50 and result.commit_attempts >= 2
+    assert any("confirms that it committed" in line for line in log.lines), log.lines
+    assert output_ids(bootstrap, sink_topic, 1) == Counter(range(50))
+    assert committed(bootstrap, f"group-{tid}", source, 1) == [50]
+
+
+def test_a_commit_never_answered_fails_within_the_timeout_and_commits_nothing(
+    small_broker, spark
+) -> None:
+    bootstrap = small_broker.bootstrap_servers
+    tid = f"never-answered-{time.time_ns()}"
+    began = time.monotonic()
+    error, _, source, sink_topic = _write_losing_commit_answers(bootstrap, spark, tid, commit=False)
+    assert isinstance(error, transactional.TransactionError), error
+    assert time.monotonic() - began < 30  # the 6 s transaction timeout bounds the retries
+    assert "aborted it" in str(error) and "nothing was committed" in str(error)
+    assert output_ids(bootstrap, sink_topic, 1, "read_uncommitted") == Counter(range(50))
+    assert output_ids(bootstrap, sink_topic, 1) == Counter()
+    assert committed(bootstrap, f"group-{tid}", source, 1) == [-1001]
+
+
+def test_a_commit_a_frozen_cluster_never_answers_is_unknown_and_the_next_run_settles_it(
+    small_broker, spark, monkeypatch
+) -> None:
+    bootstrap = small_broker.bootstrap_servers
+    pid = int(json.loads(small_broker.state_file.read_text())["pid"])
+    monkeypatch.setattr(transactional, "SETTLE_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(transactional, "_REQUEST_TIMEOUT_S", 2.0)
+    tid = f"frozen-{time.time_ns()}"
+    try:
+        error, _, source, sink_topic = _write_losing_commit_answers(
+            bootstrap, spark, tid, commit=False, freeze_pid=pid
+        )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert isinstance(error, transactional.TransactionError), error
+    message = str(error)
+    assert bootstrap in message and "not known" in message and "next run settles it" in message
+    # the next run fences the transactional id: the open transaction is aborted, never half-seen
+    monkeypatch.setattr(transactional, "_REQUEST_TIMEOUT_S", 30.0)
+    nxt = transactional.TransactionalSink(sink_topic, {"bootstrap.servers": bootstrap}, tid)
+    try:
+        nxt.begin()
+        assert nxt.committed_offsets(f"group-{tid}", [(source, 0)]) == {}
+    finally:
+        nxt.close()
+    assert output_ids(bootstrap, sink_topic, 1) == Counter()
+
+
 class Lines:
     """A log that keeps its info lines."""
 

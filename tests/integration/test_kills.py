@@ -83,6 +83,7 @@ class Child:
             **os.environ,
             "DAGSTER_HOME": str(home),
             "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",  # SIGABRT prints every thread's stack (a hang's cause)
             **(env or {}),
         }
         self.process = subprocess.Popen(
@@ -117,7 +118,26 @@ class Child:
             self.log.append(line)
             if marker is not None and marker in line:
                 return True
-        raise AssertionError(f"child did not reach {marker!r} in {timeout}s:\n{self.causes()}")
+        stacks = self._stacks()
+        raise AssertionError(
+            f"child did not reach {marker!r} in {timeout}s:\n{self.causes()}\n{stacks}"
+        )
+
+    def _stacks(self) -> str:
+        """Every thread's stack of the Python process (faulthandler, on SIGABRT)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGABRT)
+        dumped: list[str] = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            dumped.append(line)
+        return "".join(dumped[-150:])
 
     def kill(self) -> bool:
         """SIGKILL the whole process group; True if it was still running."""

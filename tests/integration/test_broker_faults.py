@@ -1,0 +1,203 @@
+"""Delivery guarantees under broker faults, on a real 3-node KRaft cluster (replication factor 3,
+``min.insync.replicas`` 2).
+
+Each round produces a slice of the input, starts the copy asset (:mod:`.kill_child`, the kill
+tests' asset) in a child process and, at a moment drawn from a seeded generator (a random time
+or a log line of the sink), applies one fault: SIGKILL of the client, of the leader of a sink
+partition, of another node, of every node (restarted at once), or a node paused (SIGSTOP) for
+longer than the transaction timeout. The run then ends as it may, within bounded time: it
+succeeds, or it fails with a message. Dead nodes restart; the cluster forms again. After the
+rounds, runs repeat until one succeeds over the complete input, and an independent
+read_committed drain counts every input id in the output: exactly-once, none lost and none
+twice; at-least-once, none lost and duplicates only from the input that interrupted runs had
+not checkpointed.
+
+Sizes: ``FAULT_TEST_RECORDS``, ``FAULT_TEST_ROUNDS`` (exactly-once; at-least-once runs half),
+``FAULT_TEST_SEED`` replays a failure; ``make faults`` runs the long version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from dagster_kafka_flinklike.local import EmbeddedKafkaCluster
+from tests.conftest import KEEP_EVERYTHING
+from tests.integration.test_kills import (
+    ALO_MARKERS,
+    EOS_MARKERS,
+    Child,
+    _output_ids,
+    _produce_slice,
+    _seed,
+    _write_instance_config,
+)
+
+RECORDS = int(os.environ.get("FAULT_TEST_RECORDS", "12000"))
+ROUNDS = int(os.environ.get("FAULT_TEST_ROUNDS", "5"))
+PARTITIONS = 3
+#: The child's transactions: short, so that a pause outlives them.
+TRANSACTION_TIMEOUT_MS = 15_000
+PAUSE_S = TRANSACTION_TIMEOUT_MS / 1000 + 3
+#: How long a run may take, whatever the fault: the timeouts bound it.
+RUN_BOUND_S = 240.0
+FAULTS = ("client", "leader", "node", "pause", "cluster")
+_OUR_ERROR = "dagster_kafka_flinklike.errors."
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafkaCluster]:
+    """A 3-node cluster of this module's own (the faults must not reach other tests)."""
+    kafka = EmbeddedKafkaCluster(
+        tmp_path_factory.mktemp("kafka-cluster"), 3, extra_properties=KEEP_EVERYTHING
+    )
+    kafka.start(timeout=240)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+def _topic(bootstrap: str, name: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, PARTITIONS)])[name].result(60)
+    deadline = time.monotonic() + 60
+    while True:
+        partitions = admin.list_topics(name, timeout=10).topics[name].partitions
+        if len(partitions) == PARTITIONS and all(p.leader >= 0 for p in partitions.values()):
+            return name
+        assert time.monotonic() < deadline, f"topic {name} has no leaders"
+        time.sleep(0.2)
+
+
+def _leader(cluster: EmbeddedKafkaCluster, topic: str, partition: int) -> int:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    return int(admin.list_topics(topic, timeout=30).topics[topic].partitions[partition].leader)
+
+
+def _signal_node(cluster: EmbeddedKafkaCluster, node_id: int, signum: int) -> None:
+    pid = cluster.node(node_id).pid
+    assert pid is not None, f"node {node_id} is not running"
+    os.kill(pid, signum)
+
+
+def _fault(
+    fault: str, cluster: EmbeddedKafkaCluster, child: Child, sink: str, rng: random.Random
+) -> str:
+    """Apply ``fault`` now, while ``child`` runs; what was done."""
+    if fault == "client":
+        child.kill()
+        return "client killed"
+    if fault == "cluster":
+        for node in cluster.nodes:
+            _signal_node(cluster, node.node_id, signal.SIGKILL)
+        time.sleep(rng.uniform(0.5, 3.0))
+        cluster.start(timeout=240)
+        return "every node killed and restarted"
+    leader = _leader(cluster, sink, rng.randrange(PARTITIONS))
+    if fault == "leader":
+        _signal_node(cluster, leader, signal.SIGKILL)
+        return f"sink leader {leader} killed"
+    other = rng.choice([n for n in range(1, cluster.size + 1) if n != leader])
+    if fault == "node":
+        _signal_node(cluster, other, signal.SIGKILL)
+        return f"node {other} killed"
+    _signal_node(cluster, other, signal.SIGSTOP)
+    try:
+        time.sleep(PAUSE_S)
+    finally:
+        _signal_node(cluster, other, signal.SIGCONT)
+    return f"node {other} paused {PAUSE_S:.0f} s"
+
+
+def _run_with_faults(
+    cluster: EmbeddedKafkaCluster, tmp_path: Path, guarantee: str, rounds: int
+) -> tuple[Counter[int], Counter[str], int]:
+    """The rounds and the drain; the output's ids, what happened, and (at-least-once) the input
+    that interrupted runs had not checkpointed (the bound of duplicates)."""
+    rng = random.Random(_seed())
+    bootstrap = cluster.bootstrap_servers
+    tag = f"{guarantee}-{time.time_ns()}"
+    source, sink = _topic(bootstrap, f"faults-in-{tag}"), _topic(bootstrap, f"faults-out-{tag}")
+    home = tmp_path / f"dagster_home-{guarantee}"
+    _write_instance_config(home)
+    options = {"properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS)}
+    args = [bootstrap, source, sink, guarantee, json.dumps(options)]
+    faults = [FAULTS[i % len(FAULTS)] for i in range(rounds)]
+    rng.shuffle(faults)
+    per_round = RECORDS // (rounds + 1)
+    produced = checkpointed = bound = 0
+    counts: Counter[str] = Counter()
+    for fault in faults:
+        _produce_slice(bootstrap, source, produced, per_round)
+        produced += per_round
+        child = Child(args, home)
+        began = time.monotonic()
+        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS)
+        if moment == "time":
+            time.sleep(rng.uniform(1.0, 12.0))
+            reached = True
+        else:
+            reached = child.wait_for(moment, RUN_BOUND_S)
+        if reached and child.process.poll() is None:
+            counts[_fault(fault, cluster, child, sink, rng)] += 1
+            counts["faults"] += 1
+        code = child.finish()
+        assert time.monotonic() - began < RUN_BOUND_S, f"a run outlived its bound:\n{child.tail()}"
+        if code == 0:
+            checkpointed = produced
+            counts["runs succeeded"] += 1
+        else:
+            bound += produced - checkpointed
+            counts["runs failed or killed"] += 1
+            if code == 1:  # failed (not killed): with one of the connector's errors
+                said = [line for line in child.log if _OUR_ERROR in line]
+                assert said, f"a run failed without saying why:\n{child.causes()}"
+                counts[f"failed: {said[0].split(_OUR_ERROR, 1)[1][:100].strip()}"] += 1
+        cluster.start(timeout=240)  # restart what died; the cluster forms again
+    _produce_slice(bootstrap, source, produced, RECORDS - produced)
+    for _attempt in range(3):
+        child = Child(args, home)
+        code = child.finish()
+        counts["drain runs"] += 1
+        if code == 0:
+            break
+        bound += RECORDS - checkpointed
+    else:
+        raise AssertionError(f"the drain run failed:\n{child.tail()}")
+    print(f"{guarantee} broker fault test: {dict(counts)}", flush=True)
+    return _output_ids(bootstrap, sink), counts, bound
+
+
+def _lost(ids: Counter[int]) -> list[int]:
+    return [i for i in range(RECORDS) if ids[i] == 0]
+
+
+def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
+    ids, counts, _ = _run_with_faults(cluster, tmp_path, "exactly-once", ROUNDS)
+    assert counts["faults"] >= ROUNDS - 1, dict(counts)
+    lost = _lost(ids)
+    duplicated = {i: n for i, n in ids.items() if n > 1}
+    assert not lost, f"{len(lost)} input records lost, e.g. {lost[:10]}"
+    assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated)[:10]}"
+    assert sum(ids.values()) == RECORDS
+
+
+def test_at_least_once_loses_nothing_under_broker_faults(cluster, tmp_path) -> None:
+    ids, counts, bound = _run_with_faults(cluster, tmp_path, "at-least-once", max(2, ROUNDS // 2))
+    assert counts["faults"] >= 1, dict(counts)
+    lost = _lost(ids)
+    assert not lost, f"{len(lost)} input records lost, e.g. {lost[:10]}"
+    duplicates = sum(n - 1 for n in ids.values() if n > 1)
+    assert duplicates <= bound, f"{duplicates} duplicates, more than the {bound} not checkpointed"
+    assert set(ids) == set(range(RECORDS))
+    print(f"at-least-once: {duplicates} duplicate(s), bound {bound}", flush=True)
