@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser flink-oracle demo test soak corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
+.PHONY: env browser flink-oracle demo test soak faults corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -45,6 +45,12 @@ corpus: env flink-oracle
 soak: env flink-oracle
 	KILL_TEST_RECORDS=200000 KILL_TEST_KILLS=20 KILL_TEST_ALO_KILLS=8 KILL_TEST_STATEFUL_KILLS=10 \
 	  $(BIN)/python -m pytest -s tests/integration/test_kills.py
+
+# Broker faults on a 3-node cluster at length (make test runs them CI-sized); FAULT_TEST_SEED
+# replays a run.
+faults: env
+	FAULT_TEST_RECORDS=200000 FAULT_TEST_ROUNDS=40 \
+	  $(BIN)/python -m pytest -s tests/integration/test_broker_faults.py
 
 # Apache Flink (PyFlink in its own environment, and its Kafka connector) as the tests' oracle.
 flink-oracle: env

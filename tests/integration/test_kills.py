@@ -33,8 +33,8 @@ from confluent_kafka import Producer
 from tests.conftest import consume_all
 
 # CI-sized by default; `make soak` runs 200k records, 20 + 8 + 10 kills.
-RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "40000"))
-EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "4"))
+RECORDS = int(os.environ.get("KILL_TEST_RECORDS", "24000"))
+EOS_KILLS = int(os.environ.get("KILL_TEST_KILLS", "3"))
 ALO_KILLS = int(os.environ.get("KILL_TEST_ALO_KILLS", "2"))
 PARTITIONS = 3
 CHILD_TIMEOUT_S = 300.0
@@ -46,9 +46,9 @@ EOS_MARKERS = ("initialised", "producing.", "committing.", "committed.")
 ALO_MARKERS = ("time", "time", "recording the checkpoint next")
 
 
-def _seed() -> int:
-    seed = int(os.environ.get("KILL_TEST_SEED", str(random.SystemRandom().randrange(2**31))))
-    print(f"kill test seed: {seed} (replay with KILL_TEST_SEED={seed})", flush=True)
+def _seed(variable: str = "KILL_TEST_SEED") -> int:
+    seed = int(os.environ.get(variable, str(random.SystemRandom().randrange(2**31))))
+    print(f"seed: {seed} (replay with {variable}={seed})", flush=True)
     return seed
 
 
@@ -137,7 +137,9 @@ class Child:
             if line is None:
                 break
             dumped.append(line)
-        return "".join(dumped[-150:])
+        heads = ("Thread 0x", "Current thread", "  File")
+        python = [line for line in dumped if line.startswith(heads)]
+        return "".join(python[-200:]) or "".join(dumped[-60:])
 
     def kill(self) -> bool:
         """SIGKILL the whole process group; True if it was still running."""
