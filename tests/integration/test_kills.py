@@ -97,6 +97,7 @@ class Child:
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log: list[str] = []
+        self.ended = False  # its output has ended (it exited)
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -108,16 +109,19 @@ class Child:
     def wait_for(self, marker: str | None, timeout: float) -> bool:
         """Wait until a line containing ``marker`` (or, with None, the end); False at the end."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while not self.ended and time.monotonic() < deadline:
             try:
                 line = self.lines.get(timeout=0.5)
             except queue.Empty:
                 continue
             if line is None:
-                return False
+                self.ended = True
+                break
             self.log.append(line)
             if marker is not None and marker in line:
                 return True
+        if self.ended:
+            return False
         stacks = self._stacks()
         raise AssertionError(
             f"child did not reach {marker!r} in {timeout}s:\n{self.causes()}\n{stacks}"

@@ -19,6 +19,7 @@ from dagster_kafka_flinklike.errors import EmbeddedKafkaError, KafkaConnectorErr
 from dagster_kafka_flinklike.local import (
     KAFKA_VERSION,
     EmbeddedKafka,
+    EmbeddedKafkaCluster,
     _service,
     default_cache_dir,
     default_home,
@@ -251,6 +252,49 @@ def test_a_reused_pid_of_a_reaped_child_is_asked_of_the_system(
     _write_state(tmp_path, proc.pid, port)
     assert EmbeddedKafka(tmp_path).status() == f"127.0.0.1:{port}"
     assert proc.pid not in _service._CHILDREN
+
+
+def test_a_cluster_node_knows_every_voter_and_replicates_to_three() -> None:
+    text = render_server_properties(
+        Path("/k/node-2"), port=19094, controller_port=19095, node_id=2,
+        voters={1: 19093, 2: 19095, 3: 19097},
+    )  # fmt: skip
+    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert props["node.id"] == "2"
+    assert props["controller.quorum.voters"] == (
+        "1@127.0.0.1:19093,2@127.0.0.1:19095,3@127.0.0.1:19097"
+    )
+    assert props["default.replication.factor"] == props["offsets.topic.replication.factor"] == "3"
+    assert props["min.insync.replicas"] == props["transaction.state.log.min.isr"] == "2"
+    assert text.count("min.insync.replicas=") == 1  # replaced, not appended
+    with pytest.raises(EmbeddedKafkaError, match="voters"):
+        render_server_properties(Path("/k"), port=1, controller_port=2, node_id=2, voters={1: 2})
+
+
+def test_a_cluster_keeps_its_layout_and_refuses_another_size(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedKafkaError, match="at least 2 nodes"):
+        EmbeddedKafkaCluster(tmp_path / "c", 1)
+    cluster = EmbeddedKafkaCluster(tmp_path / "c", 3)
+    first = cluster.bootstrap_servers
+    assert len(first.split(",")) == 3
+    assert EmbeddedKafkaCluster(tmp_path / "c", 3).bootstrap_servers == first  # ports kept
+    node = cluster.node(3)
+    assert (node.node_id, node.data_dir.name, node.cluster_id) == (3, "node-3", node.cluster_id)
+    assert node.voters is not None and len(set(node.voters.values())) == 3
+    assert cluster.status() is None and node.pid is None
+    with pytest.raises(EmbeddedKafkaError, match="not 4"):
+        cluster.node(4)
+    with pytest.raises(EmbeddedKafkaError, match="has 3 nodes, not 5"):
+        EmbeddedKafkaCluster(tmp_path / "c", 5).node(1)
+
+
+def test_cli_local_kafka_nodes_manages_the_cluster_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DKF_HOME", str(tmp_path))
+    assert cli.main(["local-kafka", "status", "--nodes", "3"]) == 1
+    assert cli.main(["local-kafka", "stop", "--nodes", "3"]) == 0
+    assert "kafka-cluster" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------ resolution
