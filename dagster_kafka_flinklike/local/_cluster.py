@@ -5,13 +5,15 @@ Each node is an :class:`~._broker.EmbeddedKafka` in ``data_dir/node-<id>`` with 
 cluster id and a static controller quorum of every node. Partitions and the internal topics
 replicate to three nodes with ``min.insync.replicas`` 2 (:func:`~._broker.replication_properties`),
 so one node may die without loss. ``cluster.json`` keeps the cluster id and every node's ports:
-the nodes know each other by them, so a restarted node takes the same ports again.
+the nodes know each other by them, so a restarted node takes the same ports again (chosen
+outside the system's ephemeral range, so that no client connection takes them meanwhile).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -21,13 +23,40 @@ from typing import Any, Self
 
 from ..errors import EmbeddedKafkaError
 from ._broker import EmbeddedKafka, _new_cluster_id
-from ._service import HOST, free_port, write_json_atomic
+from ._service import HOST, port_is_free, write_json_atomic
 
 __all__ = ["EmbeddedKafkaCluster"]
 
 logger = logging.getLogger(__name__)
 
 CLUSTER_FILE = "cluster.json"
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The ports the system gives outgoing connections (Linux's default where unknown)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _fixed_ports(count: int) -> list[int]:
+    """``count`` free ports outside the ephemeral range, for listeners that keep their ports.
+
+    A port in that range may be given to an outgoing connection while its node is down: a
+    client retrying the dead node can even connect to itself on it (TCP's simultaneous open),
+    and the node could not listen there again.
+    """
+    low, high = _ephemeral_range()
+    candidates = [p for p in range(10_000, 65_000) if not low <= p <= high]
+    chosen: list[int] = []
+    for port in random.sample(candidates, len(candidates)):
+        if port_is_free(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return sorted(chosen)
+    raise EmbeddedKafkaError(f"Found no {count} free ports outside {low}-{high} on {HOST}.")
 
 
 class EmbeddedKafkaCluster:
@@ -79,10 +108,7 @@ class EmbeddedKafkaCluster:
                 f"{self.size}."
             )
         if layout is None:
-            ports: set[int] = set()
-            while len(ports) < 2 * self.size:
-                ports.add(free_port())
-            chosen = sorted(ports)
+            chosen = _fixed_ports(2 * self.size)
             layout = {
                 "cluster_id": _new_cluster_id(),
                 "nodes": {

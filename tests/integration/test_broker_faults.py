@@ -1,27 +1,28 @@
 """Delivery guarantees under broker faults, on a real 3-node KRaft cluster (replication factor 3,
 ``min.insync.replicas`` 2).
 
-Each round produces a slice of the input, starts the copy asset (:mod:`.kill_child`, the kill
-tests' asset) in a child process and, at a moment drawn from a seeded generator (a random time
-or a log line of the sink), applies one fault: SIGKILL of the client, of the leader of a sink
-partition, of another node, of every node (restarted at once), or a node paused (SIGSTOP) for
-longer than the transaction timeout. The run then ends as it may, within bounded time: it
-succeeds, or it fails with a message. Dead nodes restart; the cluster forms again. After the
+Each round produces a slice of the input and materializes the copy asset (the kill tests' asset,
+:mod:`.kill_child`) while, at a moment drawn from a seeded generator, a thread applies one
+fault: SIGKILL of the leader of a sink partition, of another node, or of every node (restarted
+at once), or a node paused (SIGSTOP) for longer than the transaction timeout. (SIGKILL of the
+client is the kill tests'.) The run ends as it may, within bounded time: it succeeds, or it fails
+with one of the connector's errors. Dead nodes restart; the cluster forms again. After the
 rounds, runs repeat until one succeeds over the complete input, and an independent
 read_committed drain counts every input id in the output: exactly-once, none lost and none
-twice; at-least-once, none lost and duplicates only from the input that interrupted runs had
-not checkpointed.
+twice; at-least-once, none lost and duplicates only from the input that failed runs had not
+checkpointed.
 
-Sizes: ``FAULT_TEST_RECORDS``, ``FAULT_TEST_ROUNDS`` (exactly-once; at-least-once runs half),
-``FAULT_TEST_SEED`` replays a failure; ``make faults`` runs the long version.
+Sizes: ``FAULT_TEST_RECORDS``, ``FAULT_TEST_ROUNDS`` (exactly-once; at-least-once runs half);
+``FAULT_TEST_SEED`` replays the faults (their moments are times, so a replay is close, not
+exact); ``make faults`` runs the long version.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,30 +30,28 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from dagster import DagsterInstance, materialize
 
+from dagster_kafka_flinklike import KafkaResource, SparkResource, errors
 from dagster_kafka_flinklike.local import EmbeddedKafkaCluster
+from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import KEEP_EVERYTHING
-from tests.integration.test_kills import (
-    ALO_MARKERS,
-    EOS_MARKERS,
-    Child,
-    _output_ids,
-    _produce_slice,
-    _seed,
-    _write_instance_config,
-)
+from tests.integration.kill_child import build
+from tests.integration.test_kills import _output_ids, _produce_slice, _seed
+
+pytestmark = [pytest.mark.spark]
 
 RECORDS = int(os.environ.get("FAULT_TEST_RECORDS", "6000"))
 ROUNDS = int(os.environ.get("FAULT_TEST_ROUNDS", "3"))
 PARTITIONS = 3
-#: The child's transactions: short, so that a pause outlives them.
+#: The runs' transactions: short, so that a pause outlives them.
 TRANSACTION_TIMEOUT_MS = 10_000
 PAUSE_S = TRANSACTION_TIMEOUT_MS / 1000 + 3
 #: How long a run may take, whatever the fault: the timeouts bound it.
 RUN_BOUND_S = 240.0
 #: The faults, taken in turn (the first ones when there are fewer rounds), then shuffled.
-FAULTS = ("leader", "cluster", "pause", "node", "client")
-_OUR_ERROR = "dagster_kafka_flinklike.errors."
+FAULTS = ("leader", "cluster", "pause", "node")
+_OURS = {name for name in dir(errors) if name.endswith("Error")}
 
 
 @pytest.fixture(scope="module")
@@ -91,13 +90,8 @@ def _signal_node(cluster: EmbeddedKafkaCluster, node_id: int, signum: int) -> No
     os.kill(pid, signum)
 
 
-def _fault(
-    fault: str, cluster: EmbeddedKafkaCluster, child: Child, sink: str, rng: random.Random
-) -> str:
-    """Apply ``fault`` now, while ``child`` runs; what was done."""
-    if fault == "client":
-        child.kill()
-        return "client killed"
+def _fault(fault: str, cluster: EmbeddedKafkaCluster, sink: str, rng: random.Random) -> str:
+    """Apply ``fault`` now; what was done."""
     if fault == "cluster":
         for node in cluster.nodes:
             _signal_node(cluster, node.node_id, signal.SIGKILL)
@@ -120,19 +114,42 @@ def _fault(
     return f"node {other} paused {PAUSE_S:.0f} s"
 
 
+def _failure(result) -> str:  # type: ignore[no-untyped-def]
+    """The connector's error that failed the run (its class and message's start)."""
+    [event] = result.get_step_failure_events()
+    error = event.step_failure_data.error
+    while error is not None:
+        if error.cls_name in _OURS:
+            return f"{error.cls_name}: {error.message.strip()[:100]}"
+        error = error.cause
+    raise AssertionError(f"a run failed without one of the connector's errors: {event}")
+
+
 def _run_with_faults(
     cluster: EmbeddedKafkaCluster, tmp_path: Path, guarantee: str, rounds: int
 ) -> tuple[Counter[int], Counter[str], int]:
     """The rounds and the drain; the output's ids, what happened, and (at-least-once) the input
-    that interrupted runs had not checkpointed (the bound of duplicates)."""
+    that failed runs had not checkpointed (the bound of duplicates)."""
     rng = random.Random(_seed("FAULT_TEST_SEED"))
     bootstrap = cluster.bootstrap_servers
     tag = f"{guarantee}-{time.time_ns()}"
     source, sink = _topic(bootstrap, f"faults-in-{tag}"), _topic(bootstrap, f"faults-out-{tag}")
-    home = tmp_path / f"dagster_home-{guarantee}"
-    _write_instance_config(home)
     options = {"properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS)}
-    args = [bootstrap, source, sink, guarantee, json.dumps(options)]
+    asset = build(source, sink, guarantee, options)
+    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    resources = {
+        "kafka": KafkaResource(bootstrap_servers=bootstrap),
+        "pyspark": SparkResource(spark_config=local_spark_config("tests")),
+    }
+
+    def run() -> bool:
+        began = time.monotonic()
+        result = materialize([asset], instance=instance, resources=resources, raise_on_error=False)
+        assert time.monotonic() - began < RUN_BOUND_S, "a run outlived its bound"
+        if not result.success:
+            counts[f"failed: {_failure(result)}"] += 1
+        return bool(result.success)
+
     faults = [FAULTS[i % len(FAULTS)] for i in range(rounds)]
     rng.shuffle(faults)
     per_round = RECORDS // (rounds + 1)
@@ -141,40 +158,29 @@ def _run_with_faults(
     for fault in faults:
         _produce_slice(bootstrap, source, produced, per_round)
         produced += per_round
-        child = Child(args, home)
-        began = time.monotonic()
-        moment = rng.choice(("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS)
-        if moment == "time":
-            time.sleep(rng.uniform(1.0, 12.0))
-            reached = True
-        else:
-            reached = child.wait_for(moment, RUN_BOUND_S)
-        if reached and child.process.poll() is None:
-            counts[_fault(fault, cluster, child, sink, rng)] += 1
-            counts["faults"] += 1
-        code = child.finish()
-        assert time.monotonic() - began < RUN_BOUND_S, f"a run outlived its bound:\n{child.tail()}"
-        if code == 0:
+        done: list[str] = []
+        injector = threading.Timer(
+            rng.uniform(0.5, 6.0), lambda f=fault, d=done: d.append(_fault(f, cluster, sink, rng))
+        )
+        injector.start()
+        succeeded = run()
+        injector.join()  # a fault after the run's end still counts: the next run meets it
+        counts[done[0] if done else "fault failed"] += 1
+        if succeeded:
             checkpointed = produced
             counts["runs succeeded"] += 1
         else:
             bound += produced - checkpointed
-            counts["runs failed or killed"] += 1
-            if code == 1:  # failed (not killed): with one of the connector's errors
-                said = [line for line in child.log if _OUR_ERROR in line]
-                assert said, f"a run failed without saying why:\n{child.causes()}"
-                counts[f"failed: {said[0].split(_OUR_ERROR, 1)[1][:100].strip()}"] += 1
+            counts["runs failed"] += 1
         cluster.start(timeout=240)  # restart what died; the cluster forms again
     _produce_slice(bootstrap, source, produced, RECORDS - produced)
     for _attempt in range(3):
-        child = Child(args, home)
-        code = child.finish()
         counts["drain runs"] += 1
-        if code == 0:
+        if run():
             break
         bound += RECORDS - checkpointed
     else:
-        raise AssertionError(f"the drain run failed:\n{child.tail()}")
+        raise AssertionError(f"no drain run succeeded: {dict(counts)}")
     print(f"{guarantee} broker fault test: {dict(counts)}", flush=True)
     return _output_ids(bootstrap, sink), counts, bound
 
@@ -185,7 +191,7 @@ def _lost(ids: Counter[int]) -> list[int]:
 
 def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
     ids, counts, _ = _run_with_faults(cluster, tmp_path, "exactly-once", ROUNDS)
-    assert counts["faults"] >= ROUNDS - 1, dict(counts)
+    assert "fault failed" not in counts, dict(counts)
     lost = _lost(ids)
     duplicated = {i: n for i, n in ids.items() if n > 1}
     assert not lost, f"{len(lost)} input records lost, e.g. {lost[:10]}"
@@ -195,7 +201,7 @@ def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
 
 def test_at_least_once_loses_nothing_under_broker_faults(cluster, tmp_path) -> None:
     ids, counts, bound = _run_with_faults(cluster, tmp_path, "at-least-once", max(2, ROUNDS // 2))
-    assert counts["faults"] >= 1, dict(counts)
+    assert "fault failed" not in counts, dict(counts)
     lost = _lost(ids)
     assert not lost, f"{len(lost)} input records lost, e.g. {lost[:10]}"
     duplicates = sum(n - 1 for n in ids.values() if n > 1)

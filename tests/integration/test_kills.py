@@ -252,7 +252,7 @@ def test_at_least_once_loses_nothing_under_sigkill(kafka_bootstrap, new_topic, t
     print(f"at-least-once: {duplicates} duplicate record(s) after {counts['killed']} kills")
 
 
-STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "2"))
+STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "1"))
 T0_MS = 1_795_000_000_000
 
 
