@@ -18,12 +18,11 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from ..errors import EmbeddedKafkaError
 from ._broker import EmbeddedKafka, _new_cluster_id
-from ._service import HOST, port_is_free, write_json_atomic
+from ._service import HOST, StartedWhileUsed, port_is_free, write_json_atomic
 
 __all__ = ["EmbeddedKafkaCluster"]
 
@@ -59,7 +58,7 @@ def _fixed_ports(count: int) -> list[int]:
     raise EmbeddedKafkaError(f"Found no {count} free ports outside {low}-{high} on {HOST}.")
 
 
-class EmbeddedKafkaCluster:
+class EmbeddedKafkaCluster(StartedWhileUsed):
     """``nodes`` Kafka brokers in ``data_dir``, each a detached ``java`` process.
 
     :meth:`start` launches every node at once (a node serves only once a majority of the
@@ -206,15 +205,3 @@ class EmbeddedKafkaCluster:
         nodes = self.nodes
         with ThreadPoolExecutor(len(nodes), thread_name_prefix="dkf-kafka-node") as pool:
             return any(list(pool.map(lambda n: n.stop(timeout), nodes)))
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

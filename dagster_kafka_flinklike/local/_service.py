@@ -247,7 +247,29 @@ class _PortTakenError(Exception):
 Probe = Callable[[str, float], None]
 
 
-class JvmService:
+class StartedWhileUsed:
+    """``with service:`` starts it on entry and stops it on exit (its ``start`` and ``stop``)."""
+
+    def start(self, timeout: float = 60) -> str:
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 30) -> bool:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class JvmService(StartedWhileUsed):
     """A service run as a detached ``java`` process in ``data_dir``, listening on 127.0.0.1.
 
     ``state.json`` in ``data_dir`` records the running process, which makes :meth:`start`
@@ -494,18 +516,6 @@ class JvmService:
             self._terminate(pid, timeout)
             self._remove_state()
             return True
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ internals
 
