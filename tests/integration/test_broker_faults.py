@@ -120,7 +120,7 @@ def _failure(result) -> str:  # type: ignore[no-untyped-def]
     error = event.step_failure_data.error
     while error is not None:
         if error.cls_name in _OURS:
-            return f"{error.cls_name}: {error.message.strip()[:100]}"
+            return str(error.message).strip()[:120]  # "<module>.<class>: <message>"
         error = error.cause
     raise AssertionError(f"a run failed without one of the connector's errors: {event}")
 
