@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KafkaOptionsError
+from ..errors import KafkaConnectorError, KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sink.partitioners import SinkPartitioner
 from ..sink.transactional import TransactionalSink, TransactionResult
@@ -487,38 +487,63 @@ class StreamingRun:
         ends = self._end_offsets()
         return {key: self._window_figures(key, ends) for key in self.windows.keys}
 
-    def _end_offsets(self) -> dict[str, dict[TopicPartition, int]]:
-        """Each source's end offsets now (for its pending records)."""
-        return {
-            name: read.admin.end_offsets(list(read.plan.stops)) if read.plan.stops else {}
-            for name, read in self.sources.items()
-        }
+    def _end_offsets(self) -> dict[str, dict[TopicPartition, int] | None]:
+        """Each source's end offsets now (for its pending records); None for a source whose
+        cluster does not answer.
+
+        The figures are asked after the write (and the commit): a cluster that stops answering
+        then must not fail a run whose output is written, so its pending records are left out
+        of the metadata, with a warning, instead.
+        """
+        ends: dict[str, dict[TopicPartition, int] | None] = {}
+        for name, read in self.sources.items():
+            if not read.plan.stops:
+                ends[name] = {}
+                continue
+            try:
+                ends[name] = read.admin.end_offsets(list(read.plan.stops))
+            except KafkaConnectorError as exc:
+                self.log.warning(
+                    f"Source {name}: its pending records are not recorded; the cluster did not "
+                    f"list its end offsets after the write ({exc})."
+                )
+                ends[name] = None
+        return ends
 
     def _offsets_metadata(
         self,
         ranges: Mapping[str, Mapping[TopicPartition, tuple[int, int]]],
-        ends: Mapping[str, Mapping[TopicPartition, int]],
+        ends: Mapping[str, Mapping[TopicPartition, int] | None],
         *,
         committed: bool,
     ) -> dict[str, Any]:
         """Per source partition, the offset range ``[start, stop)`` read (``ranges``, by source)
-        and what remains beyond it; with ``committed``, the consumer group's offset after the
-        run."""
+        and what remains beyond it (None where the end offsets are unknown); with
+        ``committed``, the consumer group's offset after the run."""
         offsets: dict[str, Any] = {}
-        pending_total = 0
+        pending_total: int | None = 0
         for name, found in ranges.items():
             read = self.sources[name]
             stops = {tp: stop for tp, (_, stop) in found.items()}
-            pending = pending_records({tp: ends[name].get(tp, s) for tp, s in stops.items()}, stops)
+            known = ends[name]
+            pending: Mapping[TopicPartition, int | None] = (
+                pending_records({tp: known.get(tp, s) for tp, s in stops.items()}, stops)
+                if known is not None
+                else dict.fromkeys(stops)
+            )
             for tp, (start, stop) in sorted(found.items()):
-                pending_total += pending[tp]
+                left = pending[tp]
+                if pending_total is not None:
+                    pending_total = None if left is None else pending_total + left
                 offsets[f"{name}/{tp[0]}-{tp[1]}"] = {
                     m.START_OFFSET.name: start,
                     m.END_OFFSET.name: stop,
                     m.CURRENT_OFFSET.name: stop,
                     m.COMMITTED_OFFSET.name: read.committed.get(tp) if committed else None,
-                    m.PARTITION_PENDING.name: pending[tp],
+                    m.PARTITION_PENDING.name: left,
                 }
+        if pending_total is None:  # unknown: left out rather than a wrong 0
+            return {m.OFFSETS: offsets}
         return {m.PENDING_RECORDS.name: pending_total, m.OFFSETS: offsets}
 
     def _span_metadata(self) -> dict[str, Any]:
@@ -549,7 +574,7 @@ class StreamingRun:
         return out
 
     def _window_figures(
-        self, key: str, ends: Mapping[str, Mapping[TopicPartition, int]]
+        self, key: str, ends: Mapping[str, Mapping[TopicPartition, int] | None]
     ) -> dict[str, Any]:
         """Time window ``key``'s own figures (see :meth:`window_metadata`)."""
         assert self.windows is not None

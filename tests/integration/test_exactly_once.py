@@ -135,6 +135,45 @@ def test_output_and_offsets_commit_in_one_transaction(kafka_bootstrap, new_topic
     assert sum(output_ids(kafka_bootstrap, sink, 2, "read_uncommitted").values()) == 420
 
 
+def test_a_cluster_silent_after_the_commit_never_fails_the_committed_run(
+    kafka_bootstrap, new_topic, spark, monkeypatch
+) -> None:
+    """The pending records are asked after the commit: a cluster that no longer lists offsets
+    then leaves them out of the metadata; the run, whose output is committed, succeeds."""
+    from dagster_kafka_flinklike.errors import OffsetsError
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
+
+    source, sink = new_topic(partitions=1), new_topic(partitions=1)
+    produce(kafka_bootstrap, source, events(0, 50))
+    committed_now = threading.Event()
+    commit, end_offsets = transactional.TransactionalSink._commit, KafkaAdmin.end_offsets
+
+    def commit_then_fall_silent(self, *args):  # type: ignore[no-untyped-def]
+        attempts = commit(self, *args)
+        committed_now.set()
+        return attempts
+
+    def silent_after_the_commit(self, partitions):  # type: ignore[no-untyped-def]
+        if committed_now.is_set():
+            raise OffsetsError(f"Could not list offsets of {partitions}: timed out")
+        return end_offsets(self, partitions)
+
+    monkeypatch.setattr(transactional.TransactionalSink, "_commit", commit_then_fall_silent)
+    monkeypatch.setattr(KafkaAdmin, "end_offsets", silent_after_the_commit)
+    result = materialize(
+        [copy_asset(source, sink, control={})],
+        resources=resources_for(kafka_bootstrap),
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert result.success
+    meta = result.asset_materializations_for_node("copy")[0].metadata
+    assert meta["numRecordsOut"].value == 50
+    assert "pendingRecords" not in meta  # unknown, never a wrong 0
+    assert output_ids(kafka_bootstrap, sink, 1) == Counter(range(50))
+    assert committed(kafka_bootstrap, f"eos-{source}", source, 1) == [50]
+
+
 def test_a_failed_query_commits_nothing(kafka_bootstrap, new_topic, spark) -> None:
     source, sink = new_topic(partitions=1), new_topic(partitions=1)
     control: dict = {}
