@@ -80,8 +80,15 @@ def _topic(bootstrap: str, name: str) -> str:
 
 
 def _leader(cluster: EmbeddedKafkaCluster, topic: str, partition: int) -> int:
+    """The partition's leader (waiting while it has none, as during an election)."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    return int(admin.list_topics(topic, timeout=30).topics[topic].partitions[partition].leader)
+    deadline = time.monotonic() + 60
+    while True:
+        partitions = admin.list_topics(topic, timeout=30).topics[topic].partitions
+        leader = int(partitions[partition].leader)
+        if leader >= 0 or time.monotonic() > deadline:
+            return leader
+        time.sleep(0.2)
 
 
 def _signal_node(cluster: EmbeddedKafkaCluster, node_id: int, signum: int) -> None:
