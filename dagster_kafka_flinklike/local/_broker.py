@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import logging
 import subprocess
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 SERVER_PROPERTIES = "server.properties"
 LOG4J2_PROPERTIES = "log4j2.properties"
 DATA_DIR = "data"  # log.dirs: topic partitions and the KRaft metadata log
+#: How long a cluster node waits for its fixed ports to be released before it gives up.
+PORT_RELEASE_S = 20.0
 
 _HOST = HOST
 _JVM_OPTS = (
@@ -308,7 +311,13 @@ class EmbeddedKafka(JvmService):
             return super()._choose_ports(fresh)
         assert self.port is not None
         ports = {"port": self.port, "controller_port": self.voters[self.node_id]}
-        taken = [str(p) for p in ports.values() if not port_is_free(p)]
+        # A node killed a moment ago may still hold them while the system tears it down.
+        deadline = time.monotonic() + PORT_RELEASE_S
+        while True:
+            taken = [str(p) for p in ports.values() if not port_is_free(p)]
+            if not taken or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if taken:
             raise EmbeddedKafkaError(
                 f"Cannot start node {self.node_id} of the Kafka cluster: port(s) "
