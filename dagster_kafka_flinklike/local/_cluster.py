@@ -89,12 +89,16 @@ class EmbeddedKafkaCluster(StartedWhileUsed):
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.size = nodes
         self.extra_properties = dict(extra_properties or {})
+        self._known: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.data_dir)!r}, nodes={self.size})"
 
     def _layout(self) -> dict[str, Any]:
-        """The cluster id and each node's ports: chosen on the first start, then kept."""
+        """The cluster id and each node's ports: chosen on the first start, then kept (read
+        once per object)."""
+        if self._known is not None:
+            return self._known
         path = self.data_dir / CLUSTER_FILE
         try:
             layout = json.loads(path.read_text(encoding="utf-8"))
@@ -117,6 +121,7 @@ class EmbeddedKafkaCluster(StartedWhileUsed):
             }
             self.data_dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(path, layout)
+        self._known = layout
         return layout
 
     def node(self, node_id: int) -> EmbeddedKafka:
