@@ -19,6 +19,7 @@ The order matters:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -599,13 +600,21 @@ class TransactionalSink:
         return self._producer
 
     def close(self) -> None:
-        """Release the producer and the group consumers."""
-        for consumer in self._consumers.values():
-            consumer.close()
-        self._consumers.clear()
+        """Release the producer and the group consumers. Never raises: a client left in a
+        fatal state by a broker fault has nothing to release, and the run's outcome (its
+        commit, or the error that failed it) is already decided."""
+        from confluent_kafka import KafkaException
+
+        clients: list[Callable[[], Any]] = [c.close for c in self._consumers.values()]
         if self._producer is not None:
-            self._producer.flush(0)
-            self._producer = None
+            clients.append(functools.partial(self._producer.flush, 0))
+        self._consumers.clear()
+        self._producer = None
+        for release in clients:
+            try:
+                release()
+            except (KafkaException, SystemError) as exc:
+                self.log.debug(f"Transaction {self.transactional_id!r}: released with {exc}")
 
 
 def _admin_client(client: Mapping[str, Any]) -> Any:

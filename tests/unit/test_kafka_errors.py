@@ -58,3 +58,39 @@ def test_client_errors_carry_the_kind_and_the_original_error() -> None:
     error = KafkaClientError("Could not read the cluster's metadata", cause)
     assert error.kind == KafkaErrorKind.RETRIABLE
     assert error.kafka_error.code() == KafkaError._TRANSPORT
+
+
+def test_a_sink_closes_without_raising_when_its_clients_were_left_fatal() -> None:
+    """A broker fault can leave the transactional producer fatal; releasing it must not turn
+    the run's outcome (a commit, or the error that failed it) into a raw client error."""
+    from dagster_kafka_flinklike.sink.partitioners import SinkPartitioner
+    from dagster_kafka_flinklike.sink.transactional import TransactionalSink
+
+    fatal = KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE, "Failed to end", fatal=True))
+    released: list[str] = []
+
+    class Client:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def flush(self, timeout: float) -> int:
+            released.append(self.name)
+            raise fatal
+
+        def close(self) -> None:
+            released.append(self.name)
+            raise fatal
+
+    sink = TransactionalSink(
+        "out",
+        {"bootstrap.servers": "127.0.0.1:1"},
+        "tx",
+        partitioner=SinkPartitioner("default", "out"),
+    )
+    sink._producer = Client("producer")
+    sink._consumers["group"] = Client("consumer")
+    sink.close()
+    assert released == ["consumer", "producer"]
+    assert sink._producer is None and not sink._consumers
+    sink.close()  # twice is harmless
+    assert released == ["consumer", "producer"]
