@@ -334,6 +334,21 @@ class KafkaClientError(KafkaConnectorError):
         self.kind = classify_kafka_error(cause) if cause is not None else None
 
 
+class KafkaAuthenticationError(KafkaClientError):
+    """The cluster refused this client's SASL login or TLS certificate, or the client does not
+    trust the broker's certificate: it fails at the first connection (a retry cannot help),
+    and ``keys`` names the options to fix. The message never shows a secret.
+
+    Example:
+        >>> KafkaAuthenticationError("refused", keys=("properties.sasl.jaas.config",)).keys
+        ('properties.sasl.jaas.config',)
+    """
+
+    def __init__(self, message: str, cause: object = None, *, keys: tuple[str, ...] = ()) -> None:
+        super().__init__(message, cause)
+        self.keys = keys
+
+
 class KafkaYamlError(KafkaOptionsError):
     """A YAML document the connector reads itself (a data-ingestion pipeline) is not valid YAML,
     references itself, nests too deep, or declares something invalid.

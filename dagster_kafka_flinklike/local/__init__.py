@@ -46,6 +46,7 @@ from ._registry import (
     ensure_local_schema_registry,
     resolve_schema_registry_url,
 )
+from ._security import KafkaListenerSecurity
 from ._service import JvmService
 from ._spark_connect import (
     EmbeddedSparkConnect,
@@ -72,6 +73,7 @@ __all__ = [
     "EmbeddedSparkConnect",
     "EmbeddedSparkConnectError",
     "JvmService",
+    "KafkaListenerSecurity",
     "default_cache_dir",
     "default_home",
     "ensure_local_kafka",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddedKafkaError
+from ._security import LISTENER_PORTS, KafkaListenerSecurity
 from ._service import (
     HOST,
     JvmService,
@@ -228,6 +229,8 @@ class EmbeddedKafka(JvmService):
         extra_properties: broker settings appended to ``server.properties`` (they override the
             defaults); ``{port}``, ``{controller_port}`` and ``{data_dir}`` in values are
             replaced, see :func:`render_server_properties`.
+        security: secured listeners beside PLAINTEXT (SASL_PLAINTEXT, SSL, SASL_SSL) and their
+            users; connect with :meth:`flink_properties`.
 
     Example:
         >>> with EmbeddedKafka(Path("/tmp/kafka")) as kafka:  # doctest: +SKIP
@@ -236,7 +239,7 @@ class EmbeddedKafka(JvmService):
 
     label = "Kafka broker"
     address_key = "bootstrap"
-    port_names = ("port", "controller_port")
+    port_names: tuple[str, ...] = ("port", "controller_port")
     error = EmbeddedKafkaError
     stop_hint = "`dkf local-kafka stop` or EmbeddedKafka.stop()"
     console_name = "broker.out"  # the JVM's stdout and stderr (crashes, JVM errors)
@@ -254,6 +257,7 @@ class EmbeddedKafka(JvmService):
         node_id: int = 1,
         voters: Mapping[int, int] | None = None,
         cluster_id: str | None = None,
+        security: KafkaListenerSecurity | None = None,
     ) -> None:
         """``node_id``, ``voters`` (node id to controller port) and ``cluster_id`` make the
         broker one node of a cluster (:class:`~.EmbeddedKafkaCluster` sets them); its ports
@@ -264,6 +268,14 @@ class EmbeddedKafka(JvmService):
                 f"A cluster node needs its client port and a controller port among the voters "
                 f"{dict(voters)} (node {node_id})."
             )
+        if voters is not None and security is not None:
+            raise EmbeddedKafkaError(
+                "Secured listeners are available on a single embedded broker, not on a node "
+                "of an EmbeddedKafkaCluster."
+            )
+        if security is not None:
+            self.port_names = (*self.port_names, *LISTENER_PORTS.values())
+        self.security = security
         self.node_id = node_id
         self.voters = dict(voters) if voters is not None else None
         self.cluster_id = cluster_id
@@ -276,6 +288,39 @@ class EmbeddedKafka(JvmService):
             EmbeddedKafkaError: the broker is not running.
         """
         return self._running_address()
+
+    def listener(self, protocol: str) -> str:
+        """``"127.0.0.1:<port>"`` of the running broker's listener of ``protocol``
+        (``PLAINTEXT``, or with ``security``: ``SASL_PLAINTEXT``, ``SSL``, ``SASL_SSL``).
+
+        Raises:
+            EmbeddedKafkaError: the broker is not running or has no such listener.
+        """
+        if protocol == "PLAINTEXT":
+            return self.bootstrap_servers
+        state = self._read_state() or {}
+        port = state.get(LISTENER_PORTS.get(protocol, ""))
+        if self.security is None or port is None:
+            raise EmbeddedKafkaError(
+                f"The embedded Kafka in {self.data_dir} has no running {protocol} listener "
+                "(start it with security=KafkaListenerSecurity(...))."
+            )
+        return f"{_HOST}:{port}"
+
+    def flink_properties(
+        self, protocol: str, *, mechanism: str = "SCRAM-SHA-512", user: str | None = None
+    ) -> dict[str, str]:
+        """The ``properties.*`` options (bootstrap servers included) a Flink user writes to
+        connect to this broker's ``protocol`` listener; see
+        :meth:`KafkaListenerSecurity.flink_properties`."""
+        address = self.listener(protocol)
+        assert self.security is not None  # listener() refused otherwise
+        return {
+            "properties.bootstrap.servers": address,
+            **self.security.flink_properties(
+                self.data_dir, protocol, mechanism=mechanism, user=user
+            ),
+        }
 
     @property
     def controller_port(self) -> int | None:
@@ -327,15 +372,29 @@ class EmbeddedKafka(JvmService):
             )
         return ports
 
+    def _after_ready(self, address: str, ports: Mapping[str, int]) -> None:
+        if self.security is None:
+            return
+        from confluent_kafka.admin import AdminClient
+
+        config: dict[str, Any] = {"bootstrap.servers": address}
+        config["logger"] = logging.getLogger(__name__ + ".probe")
+        admin = AdminClient(config)
+        self.security.create_scram_users(admin, timeout=30)
+
     def _prepare(self, java: str, fetched: Path, ports: Mapping[str, int]) -> list[str]:
         props = self.properties_file
         log4j = self.data_dir / LOG4J2_PROPERTIES
+        extra = dict(self.extra_properties or {})
+        if self.security is not None:
+            extra = {**self.security.server_properties(self.data_dir, _HOST, ports), **extra}
+        props.touch(mode=0o600)  # it may hold the users' passwords
         props.write_text(
             render_server_properties(
                 self.data_dir,
                 port=ports["port"],
                 controller_port=ports["controller_port"],
-                extra_properties=self.extra_properties,
+                extra_properties=extra,
                 node_id=self.node_id,
                 voters=self.voters,
             ),

@@ -285,7 +285,7 @@ class JvmService(StartedWhileUsed):
     #: The state-file key holding the address clients use ("bootstrap", "url").
     address_key: ClassVar[str]
     #: The names of its ports: the client port first, then any others it needs.
-    port_names: ClassVar[tuple[str, ...]] = ("port",)
+    port_names: tuple[str, ...] = ("port",)
     #: The error type its failures raise.
     error: ClassVar[type[EmbeddedServiceError]]
     #: How a user stops it, for messages.

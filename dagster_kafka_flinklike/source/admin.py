@@ -22,7 +22,13 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from ..errors import KafkaClientError, KafkaErrorKind, OffsetsError, classify_kafka_error
+from ..errors import (
+    KafkaAuthenticationError,
+    KafkaClientError,
+    KafkaErrorKind,
+    OffsetsError,
+    classify_kafka_error,
+)
 from ..options import client_config
 from .offsets import TopicPartition, describe_partitions
 
@@ -38,9 +44,113 @@ def _retriable(exc: BaseException) -> bool:
     return classify_kafka_error(exc) == KafkaErrorKind.RETRIABLE
 
 
+#: Until a client has connected once, it waits for an answer this long at a time and looks
+#: between waits for a refused login or certificate, which no retry can cure.
+_FIRST_CONNECTION_SLICE_S = 1.0
+#: TLS alerts a broker sends when it refuses the client's certificate.
+_CERTIFICATE_ALERTS = re.compile(
+    r"alert (bad certificate|certificate unknown|unknown ca|certificate required|"
+    r"unsupported certificate|certificate expired)|SSL alert number (42|46|48|116)\b",
+    re.I,
+)
+
+
+class ConnectionRefusals:
+    """A client's ``error_cb``: keeps the first error that says the cluster refused its SASL
+    login or certificate, or that its broker's certificate is not trusted (served by
+    ``poll``)."""
+
+    def __init__(self) -> None:
+        self.first: KafkaError | None = None
+
+    def __call__(self, error: KafkaError) -> None:
+        if self.first is None and refusal_options(error):
+            self.first = error
+
+
+def refusal_options(error: KafkaError) -> tuple[str, ...]:
+    """The options to fix when ``error`` is a refused login or certificate, else ``()``."""
+    text = error.str()
+    if error.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+        return ("properties.sasl.jaas.config", "properties.sasl.mechanism")
+    if error.code() == KafkaError._SSL and "verify failed" in text:
+        return ("properties.ssl.truststore.location", "properties.ssl.truststore.certificates")
+    if error.code() in (KafkaError._SSL, KafkaError._TRANSPORT) and _CERTIFICATE_ALERTS.search(
+        text
+    ):
+        return ("properties.ssl.keystore.location", "properties.ssl.keystore.type")
+    return ()
+
+
+def refusal_error(error: KafkaError, bootstrap: str) -> KafkaAuthenticationError:
+    """The connector's error for a refused login or certificate, naming what to fix."""
+    keys = refusal_options(error)
+    detail = error.str()[:300]
+    if keys[0] == "properties.sasl.jaas.config":
+        what = (
+            f"refused the SASL login: the user name or password in '{keys[0]}' is wrong, or "
+            f"the user has no credential for the mechanism in '{keys[1]}'"
+        )
+    elif keys[0] == "properties.ssl.truststore.location":
+        what = (
+            f"sent a certificate this client does not trust: '{keys[0]}' (or '{keys[1]}') "
+            "must hold the certificate authority that signed it (a host name that does not "
+            "match is also reported so; 'properties.ssl.endpoint.identification.algorithm' = "
+            "'' turns that check off)"
+        )
+    else:
+        what = (
+            f"refused this client's certificate: '{keys[0]}' must hold a certificate and key "
+            "signed by an authority the broker trusts (its listener requires client "
+            "certificates)"
+        )
+    return KafkaAuthenticationError(
+        f"The Kafka cluster at {bootstrap} {what}. A retry cannot help. (librdkafka: {detail})",
+        error,
+        keys=keys,
+    )
+
+
+class _AdminClient(AdminClient):  # type: ignore[misc]
+    """An ``AdminClient`` that keeps what a refused login or certificate reports."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.refusals = ConnectionRefusals()
+        self.bootstrap = str(config.get("bootstrap.servers", "?"))
+        self.connected = False
+        settings: dict[str, Any] = dict(config)
+        settings["error_cb"] = self.refusals
+        super().__init__(settings)
+
+
 def admin_client(config: Mapping[str, Any]) -> AdminClient:
-    """A confluent-kafka ``AdminClient`` for librdkafka admin settings (``client_config``)."""
-    return AdminClient(dict(config))
+    """A confluent-kafka ``AdminClient`` for librdkafka admin settings (``client_config``),
+    which keeps what a refused login or certificate reports (:class:`ConnectionRefusals`)."""
+    return _AdminClient(config)
+
+
+def first_connection(client: Any, timeout_s: float, call: Callable[[float], _T]) -> _T:
+    """``call(timeout)`` on a client that may not have connected yet: waits in short slices
+    and fails at once, with :class:`KafkaAuthenticationError`, when the cluster refused its
+    login or certificate (instead of at the timeout). A client without
+    :class:`ConnectionRefusals` (or connected before) just calls once."""
+    refusals = getattr(client, "refusals", None)
+    if refusals is None or getattr(client, "connected", False):
+        return call(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            result = call(max(0.001, min(_FIRST_CONNECTION_SLICE_S, remaining)))
+        except KafkaException:
+            client.poll(0)  # serves the error callback
+            if refusals.first is not None:
+                raise refusal_error(refusals.first, client.bootstrap) from None
+            if time.monotonic() >= deadline:
+                raise
+            continue
+        client.connected = True
+        return result
 
 
 class KafkaAdmin:
@@ -85,10 +195,15 @@ class KafkaAdmin:
         """The cluster's metadata (all topics, or one): one request, no retries.
 
         Raises:
+            KafkaAuthenticationError: the cluster refused the login or certificate (at once).
             KafkaClientError: the cluster did not answer within the timeout.
         """
         try:
-            return self.client.list_topics(topic=topic, timeout=self.timeout_s)
+            return first_connection(
+                self.client,
+                self.timeout_s,
+                lambda t: self.client.list_topics(topic=topic, timeout=t),
+            )
         except KafkaException as exc:
             raise KafkaClientError(f"Could not read the cluster's metadata: {exc}", exc) from exc
 
