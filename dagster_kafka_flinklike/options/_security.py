@@ -168,6 +168,16 @@ def _oauthbearer(options: dict[str, str], key: str, props: dict[str, str], put: 
     _take(options, key, "OAuthBearerLoginModule", mapping, required=(), ignore=(), put=put)
 
 
+#: How to get what librdkafka reads out of the Java stores (shown in the errors).
+_TRUSTSTORE_TO_PEM = {
+    "JKS": "keytool -list -rfc -keystore truststore.jks > ca.pem",
+    "PKCS12": "openssl pkcs12 -in truststore.p12 -nokeys -out ca.pem",
+}
+_KEYSTORE_TO_PKCS12 = (
+    "keytool -importkeystore -srckeystore keystore.jks -destkeystore keystore.p12 "
+    "-deststoretype PKCS12"
+)
+_PKCS12_TO_PEM = "then openssl pkcs12 -in keystore.p12 -nodes -out keystore.pem"
 _PEM_SUFFIXES = (".pem", ".crt", ".cer", ".key")
 _STORE_TYPES = ("PEM", "JKS", "PKCS12")
 
@@ -223,8 +233,9 @@ def translate_ssl(props: dict[str, str], put: Put, name: Callable[[str], str]) -
         if kind != "PEM":
             raise KafkaOptionsError(
                 f"Option '{key}' points to a {kind} truststore, which librdkafka cannot read. "
-                f"Export the CA certificate(s) to a PEM file and set '{name('ssl.ca.location')}' "
-                f"(or '{name('ssl.truststore.type')}' = 'PEM' with a PEM file).",
+                f"Export the CA certificate(s) to a PEM file ({_TRUSTSTORE_TO_PEM.get(kind, '')}"
+                f") and set '{key}' to it with '{name('ssl.truststore.type')}' = 'PEM' (or set "
+                f"'{name('ssl.ca.location')}').",
                 keys=(key,),
             )
         put("ssl.ca.location", _local(location, key), key)
@@ -249,10 +260,10 @@ def _translate_keystore(props: dict[str, str], put: Put, name: Callable[[str], s
     location = _local(location, key)
     if kind == "JKS":
         raise KafkaOptionsError(
-            f"Option '{key}' points to a JKS keystore, which librdkafka cannot read. Use a PEM "
-            f"certificate and key ('{name('ssl.certificate.location')}', "
-            f"'{name('ssl.key.location')}') or a PKCS#12 keystore "
-            f"('{name('ssl.keystore.type')}' = 'PKCS12').",
+            f"Option '{key}' points to a JKS keystore, which librdkafka cannot read. Convert "
+            f"it to PKCS#12 ({_KEYSTORE_TO_PKCS12}) and set '{name('ssl.keystore.type')}' = "
+            f"'PKCS12', or to one PEM file of key and certificates ({_PKCS12_TO_PEM}) with "
+            f"'{name('ssl.keystore.type')}' = 'PEM'.",
             keys=(key,),
         )
     if kind == "PKCS12":

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from dagster._serdes import serialize_value
 
 from dagster_kafka_flinklike import (
     KafkaAuthenticationError,
+    KafkaOptionsError,
     KafkaTableSpec,
 )
 from dagster_kafka_flinklike.local import EmbeddedKafka, KafkaListenerSecurity
@@ -281,3 +283,62 @@ def test_a_run_with_a_wrong_password_fails_naming_the_option_and_keeps_its_check
     _without_secret("the failure event", text)
     assert not instance.get_latest_materialization_event(AssetKey("copy_bad"))
     assert consume_all(secured.bootstrap_servers, sink_topic, 2) == []
+
+
+def _run(*command: str) -> None:
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+
+def test_the_commands_a_jks_error_gives_make_stores_that_connect(secured, tmp_path) -> None:
+    """Seed SSL examples use JKS stores: the errors say how to get what librdkafka reads, and
+    following them (with a real keytool and openssl) gives stores that connect."""
+    tls = secured.data_dir / "tls"
+    store = "changeit-" + MARK
+    truststore, keystore = tmp_path / "truststore.jks", tmp_path / "keystore.jks"
+    _run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", str(tls / "ca.pem"),
+         "-keystore", str(truststore), "-storepass", store)  # fmt: skip
+    _run("openssl", "pkcs12", "-export", "-in", str(tls / "client-keystore.pem"), "-out",
+         str(tmp_path / "made.p12"), "-passout", f"pass:{store}")  # fmt: skip
+    _run("keytool", "-importkeystore", "-srckeystore", str(tmp_path / "made.p12"),
+         "-srcstoretype", "PKCS12", "-srcstorepass", store, "-destkeystore", str(keystore),
+         "-deststoretype", "JKS", "-deststorepass", store, "-noprompt")  # fmt: skip
+
+    props = secured.flink_properties("SSL")
+    jks = {**props, "properties.ssl.truststore.location": str(truststore)}
+    jks |= {"properties.ssl.keystore.location": str(keystore)}
+    del jks["properties.ssl.truststore.type"], jks["properties.ssl.keystore.type"]
+    messages = []
+    for key in ("ssl.truststore.location", "ssl.keystore.location"):
+        only = {k: v for k, v in jks.items() if "store" not in k or k.endswith(key)}
+        with pytest.raises(KafkaOptionsError) as info:
+            KafkaAdmin({k.removeprefix("properties."): v for k, v in only.items()})
+        messages.append(str(info.value))
+    assert "keytool -list -rfc -keystore truststore.jks > ca.pem" in messages[0]
+    assert "keytool -importkeystore -srckeystore keystore.jks" in messages[1]
+
+    # The commands, as the messages give them (with the store password a user types).
+    with (tmp_path / "ca.pem").open("wb") as out:
+        subprocess.run(
+            ["keytool", "-list", "-rfc", "-keystore", str(truststore), "-storepass", store],
+            stdout=out,
+            check=True,
+            timeout=120,
+        )
+    _run("keytool", "-importkeystore", "-srckeystore", str(keystore), "-srcstorepass", store,
+         "-destkeystore", str(tmp_path / "keystore.p12"), "-deststoretype", "PKCS12",
+         "-deststorepass", store, "-noprompt")  # fmt: skip
+    _run("openssl", "pkcs12", "-in", str(tmp_path / "keystore.p12"), "-nodes", "-out",
+         str(tmp_path / "keystore.pem"), "-passin", f"pass:{store}")  # fmt: skip
+    converted = {
+        "bootstrap.servers": props["properties.bootstrap.servers"],
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+    }
+    for keystore_options in (
+        {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tmp_path / "keystore.p12"),
+         "ssl.keystore.password": store},
+        {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(tmp_path / "keystore.pem")},
+    ):  # fmt: skip
+        admin = KafkaAdmin({**converted, **keystore_options}, timeout_s=30)
+        assert admin.metadata().brokers

@@ -250,7 +250,7 @@ def test_ssl_translations(props: dict[str, str], expected: dict[str, str]) -> No
         (
             {"ssl.keystore.location": "/k"},
             "properties.ssl.keystore.location",
-            "'properties.ssl.certificate.location'",
+            "keytool -importkeystore -srckeystore keystore.jks",
         ),
         (
             {"ssl.truststore.location": "obs://bucket/ca.pem"},
