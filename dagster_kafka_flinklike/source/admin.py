@@ -189,6 +189,11 @@ class KafkaAdmin:
         if client is None:
             client = admin_client(client_config(self._properties, role="admin"))
         self.client = client
+        #: The cluster's bootstrap servers, as errors name them.
+        self.bootstrap = str(
+            self._properties.get("bootstrap.servers")
+            or getattr(client, "bootstrap", "(unknown bootstrap servers)")
+        )
 
     # -- cluster metadata -----------------------------------------------------------------------
     def metadata(self, topic: str | None = None) -> Any:
@@ -205,7 +210,11 @@ class KafkaAdmin:
                 lambda t: self.client.list_topics(topic=topic, timeout=t),
             )
         except KafkaException as exc:
-            raise KafkaClientError(f"Could not read the cluster's metadata: {exc}", exc) from exc
+            raise KafkaClientError(
+                f"Could not read the metadata of the Kafka cluster at {self.bootstrap} within "
+                f"{self.timeout_s:g} s: {exc}",
+                exc,
+            ) from exc
 
     def discover(self, topics: Sequence[str] = (), pattern: str | None = None) -> dict[str, int]:
         """The topics a subscription matches right now and their partition counts.
@@ -252,7 +261,9 @@ class KafkaAdmin:
                     values.append(str(entry.value))
         except KafkaException as exc:
             raise KafkaClientError(
-                f"Could not describe the brokers' setting {name!r}: {exc}", exc
+                f"Could not describe the setting {name!r} of the brokers at {self.bootstrap}: "
+                f"{exc}",
+                exc,
             ) from exc
         return values
 
@@ -343,7 +354,8 @@ class KafkaAdmin:
                         retry.append(key)
                         continue
                     raise OffsetsError(
-                        f"Could not list offsets of {tp.topic}-{tp.partition}: {exc}"
+                        f"Could not list offsets of {tp.topic}-{tp.partition} on the Kafka "
+                        f"cluster at {self.bootstrap}: {exc}"
                     ) from exc
             pending = retry
             if pending:
@@ -423,7 +435,8 @@ class KafkaAdmin:
             except KafkaException as exc:
                 if not _retriable(exc) or time.monotonic() >= deadline:
                     raise OffsetsError(
-                        f"Could not {what} of consumer group {self.group_id!r}: {exc}"
+                        f"Could not {what} of consumer group {self.group_id!r} on the Kafka "
+                        f"cluster at {self.bootstrap}: {exc}"
                     ) from exc
             time.sleep(_RETRY_PAUSE_S)
 

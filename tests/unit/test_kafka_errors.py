@@ -94,3 +94,15 @@ def test_a_sink_closes_without_raising_when_its_clients_were_left_fatal() -> Non
     assert sink._producer is None and not sink._consumers
     sink.close()  # twice is harmless
     assert released == ["consumer", "producer"]
+
+
+def test_a_dead_cluster_fails_within_the_timeout_naming_its_bootstrap_servers() -> None:
+    import time
+
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
+
+    admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:9"}, timeout_s=2)  # nothing listens
+    began = time.monotonic()
+    with pytest.raises(KafkaClientError, match=r"cluster at 127\.0\.0\.1:9 within 2 s"):
+        admin.partitions(["orders"])
+    assert time.monotonic() - began < 6
