@@ -46,10 +46,11 @@ soak: env flink-oracle
 	KILL_TEST_RECORDS=200000 KILL_TEST_KILLS=20 KILL_TEST_ALO_KILLS=8 KILL_TEST_STATEFUL_KILLS=10 \
 	  $(BIN)/python -m pytest -s tests/integration/test_kills.py
 
-# Broker faults on a 3-node cluster at length (make test runs them CI-sized); FAULT_TEST_SEED
-# replays a run.
+# Broker and client faults on a 3-node cluster at length (make test runs them CI-sized): 1M
+# records, 400 exactly-once rounds (200 client kills, 150 broker kills, 50 pauses) and 200
+# at-least-once rounds; each test prints its figures as a JSON line. FAULT_TEST_SEED replays.
 faults: env
-	FAULT_TEST_RECORDS=200000 FAULT_TEST_ROUNDS=40 \
+	FAULT_TEST_RECORDS=1000000 FAULT_TEST_ROUNDS=400 \
 	  $(BIN)/python -m pytest -s tests/integration/test_broker_faults.py
 
 # Apache Flink (PyFlink in its own environment, and its Kafka connector) as the tests' oracle.

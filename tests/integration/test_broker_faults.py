@@ -4,9 +4,10 @@
 Each round produces a slice of the input and materializes the copy asset (the kill tests' asset,
 :mod:`.kill_child`) while, at a moment drawn from a seeded generator, a thread applies one
 fault: SIGKILL of the leader of a sink partition, of another node, or of every node (restarted
-at once), or a node paused (SIGSTOP) for longer than the transaction timeout. (SIGKILL of the
-client is the kill tests'.) The run ends as it may, within bounded time: it succeeds, or it fails
-with one of the connector's errors. Dead nodes restart; the cluster forms again. After the
+at once), or a node paused (SIGSTOP) for longer than the transaction timeout; or the run itself
+is SIGKILLed (it then runs in its own process, killed at one of the kill tests' moments). The
+run ends as it may, within bounded time: it succeeds, or it fails with one of the connector's
+errors. Dead nodes restart; the cluster forms again. After the
 rounds, runs repeat until one succeeds over the complete input, and an independent
 read_committed drain counts every input id in the output: exactly-once, none lost and none
 twice; at-least-once, none lost and duplicates only from the input that failed runs had not
@@ -14,11 +15,14 @@ checkpointed.
 
 Sizes: ``FAULT_TEST_RECORDS``, ``FAULT_TEST_ROUNDS`` (exactly-once; at-least-once runs half);
 ``FAULT_TEST_SEED`` replays the faults (their moments are times, so a replay is close, not
-exact); ``make faults`` runs the long version.
+exact); ``make faults`` runs the long version. The faults are taken in the order of
+:data:`FAULTS`, so a CI-sized run of three rounds meets a leader kill, a cluster kill and a
+pause, and a long run half client kills, three eighths broker kills and one eighth pauses.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -37,20 +41,30 @@ from dagster_kafka_flinklike.local import EmbeddedKafkaCluster
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import KEEP_EVERYTHING
 from tests.integration.kill_child import build
-from tests.integration.test_kills import _output_ids, _produce_slice, _seed
+from tests.integration.test_kills import (
+    ALO_MARKERS,
+    EOS_MARKERS,
+    Child,
+    _kill_at_a_moment,
+    _output_ids,
+    _produce_slice,
+    _seed,
+    _write_instance_config,
+)
 
 pytestmark = [pytest.mark.spark]
 
 RECORDS = int(os.environ.get("FAULT_TEST_RECORDS", "6000"))
 ROUNDS = int(os.environ.get("FAULT_TEST_ROUNDS", "3"))
 PARTITIONS = 3
-#: The runs' transactions: short, so that a pause outlives them.
+#: The rounds' transactions: short, so that a pause outlives them (on a busy machine a round's
+#: transaction may outlive it too: the run fails, as it should, and a later run reads again).
 TRANSACTION_TIMEOUT_MS = 10_000
 PAUSE_S = TRANSACTION_TIMEOUT_MS / 1000 + 3
 #: How long a run may take, whatever the fault: the timeouts bound it.
 RUN_BOUND_S = 240.0
 #: The faults, taken in turn (the first ones when there are fewer rounds), then shuffled.
-FAULTS = ("leader", "cluster", "pause", "node")
+FAULTS = ("leader", "cluster", "pause", "client", "node", "client", "client", "client")
 _OURS = {name for name in dir(errors) if name.endswith("Error")}
 
 
@@ -143,15 +157,28 @@ def _run_with_faults(
     source, sink = _topic(bootstrap, f"faults-in-{tag}"), _topic(bootstrap, f"faults-out-{tag}")
     options = {"properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS)}
     asset = build(source, sink, guarantee, options)
-    instance = DagsterInstance.ephemeral(tempdir=str(tmp_path))
+    home = tmp_path / "dagster_home"  # one instance for the runs here and in child processes
+    _write_instance_config(home)
+    instance = DagsterInstance.local_temp(tempdir=str(home))
+    child_args = [bootstrap, source, sink, guarantee, json.dumps(options)]
+    markers = ("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS
     resources = {
         "kafka": KafkaResource(bootstrap_servers=bootstrap),
         "pyspark": SparkResource(spark_config=local_spark_config("tests")),
     }
 
-    def run() -> bool:
+    # The drain meets no fault: its transaction may take as long as the machine needs (the same
+    # sink and transactional id; only the producer's timeout differs).
+    drain = build(source, sink, guarantee, {"properties.transaction.timeout.ms": "120000"})
+
+    def run(draining: bool = False) -> bool:
         began = time.monotonic()
-        result = materialize([asset], instance=instance, resources=resources, raise_on_error=False)
+        result = materialize(
+            [drain if draining else asset],
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+        )
         assert time.monotonic() - began < RUN_BOUND_S, "a run outlived its bound"
         if not result.success:
             counts[f"failed: {_failure(result)}"] += 1
@@ -162,17 +189,30 @@ def _run_with_faults(
     per_round = RECORDS // (rounds + 1)
     produced = checkpointed = bound = 0
     counts: Counter[str] = Counter()
+
+    def killed_run() -> bool:
+        """The run in its own process, SIGKILLed at a moment drawn like the kill tests'."""
+        ends: Counter[str] = Counter()
+        _kill_at_a_moment(Child(child_args, home), rng, markers, 10.0, ends)
+        counts["client killed" if ends["killed"] else "client not killed (ended first)"] += 1
+        return bool(ends["completed"])
+
     for fault in faults:
         _produce_slice(bootstrap, source, produced, per_round)
         produced += per_round
-        done: list[str] = []
-        injector = threading.Timer(
-            rng.uniform(0.5, 6.0), lambda f=fault, d=done: d.append(_fault(f, cluster, sink, rng))
-        )
-        injector.start()
-        succeeded = run()
-        injector.join()  # a fault after the run's end still counts: the next run meets it
-        counts[done[0] if done else "fault failed"] += 1
+        if fault == "client":
+            succeeded = killed_run()
+        else:
+            done: list[str] = []
+            injector = threading.Timer(
+                rng.uniform(0.5, 6.0),
+                lambda f=fault, d=done: d.append(_fault(f, cluster, sink, rng)),
+            )
+            injector.start()
+            succeeded = run()
+            injector.join()  # a fault after the run's end still counts: the next run meets it
+            counts[done[0] if done else "fault failed"] += 1
+            counts[f"faults: {fault}"] += bool(done)
         if succeeded:
             checkpointed = produced
             counts["runs succeeded"] += 1
@@ -183,7 +223,7 @@ def _run_with_faults(
     _produce_slice(bootstrap, source, produced, RECORDS - produced)
     for _attempt in range(3):
         counts["drain runs"] += 1
-        if run():
+        if run(draining=True):
             break
         bound += RECORDS - checkpointed
     else:
@@ -196,8 +236,27 @@ def _lost(ids: Counter[int]) -> list[int]:
     return [i for i in range(RECORDS) if ids[i] == 0]
 
 
+def _figures(guarantee: str, ids: Counter[int], counts: Counter[str], bound: int) -> None:
+    """The run's figures, one JSON line (the long version's report)."""
+    broker_kills = sum(counts[f"faults: {f}"] for f in ("leader", "node", "cluster"))
+    figures = {
+        "guarantee": guarantee,
+        "records": RECORDS,
+        "client_kills": counts["client killed"],
+        "broker_kills": broker_kills,
+        "whole_cluster_kills": counts["faults: cluster"],
+        "pauses": counts["faults: pause"],
+        "runs_failed": counts["runs failed"],
+        "lost": len(_lost(ids)),
+        "duplicated": sum(n - 1 for n in ids.values() if n > 1),
+        "duplicate_bound": bound if guarantee == "at-least-once" else 0,
+    }
+    print(json.dumps(figures), flush=True)
+
+
 def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
     ids, counts, _ = _run_with_faults(cluster, tmp_path, "exactly-once", ROUNDS)
+    _figures("exactly-once", ids, counts, 0)
     assert "fault failed" not in counts, dict(counts)
     lost = _lost(ids)
     duplicated = {i: n for i, n in ids.items() if n > 1}
@@ -208,6 +267,7 @@ def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
 
 def test_at_least_once_loses_nothing_under_broker_faults(cluster, tmp_path) -> None:
     ids, counts, bound = _run_with_faults(cluster, tmp_path, "at-least-once", max(2, ROUNDS // 2))
+    _figures("at-least-once", ids, counts, bound)
     assert "fault failed" not in counts, dict(counts)
     lost = _lost(ids)
     assert not lost, f"{len(lost)} input records lost, e.g. {lost[:10]}"
