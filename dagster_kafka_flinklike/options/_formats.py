@@ -494,6 +494,11 @@ def resolve_format(opts: Mapping[str, str], name: str, option_key: str) -> Forma
         if dot and head in MAP_OPTIONS and head in declared:
             maps.setdefault(head, {})[rest] = text
             continue
+        if option in MAP_OPTIONS and option in declared:
+            raise KafkaOptionsError(
+                f"Option '{key}' is a map: give each of its entries as '{key}.<key>'.",
+                keys=(key,),
+            )
         if option not in declared:
             raise _unknown_format_option(key, name, option, declared)
         if option in raw:

@@ -1,0 +1,24 @@
+"""Inputs the fuzz targets (``make fuzz``) found failing, kept as regression tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from dagster_kafka_flinklike.options import KafkaOptionsError, KafkaTableSpec
+
+REGISTRY = {
+    "connector": "kafka",
+    "topic": "t",
+    "format": "avro-confluent",
+    "avro-confluent.url": "http://registry:8081",
+}
+
+
+def test_a_map_option_without_an_entry_key_is_refused_naming_it() -> None:
+    # It was taken as the map itself, a string, and failed later with a ValueError.
+    with pytest.raises(KafkaOptionsError, match="'avro-confluent.properties' is a map") as info:
+        KafkaTableSpec.from_options({**REGISTRY, "avro-confluent.properties": "csv"})
+    assert info.value.keys == ("avro-confluent.properties",)
+    spec = KafkaTableSpec.from_options({**REGISTRY, "avro-confluent.properties.timeout": "5"})
+    assert spec.value_format is not None
+    assert spec.value_format.settings["properties"] == {"timeout": "5"}
