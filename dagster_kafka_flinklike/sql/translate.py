@@ -1138,7 +1138,9 @@ def legacy_session_as_tvf(text: str, start: int = 0, end: int | None = None) -> 
             depth -= 1
         elif depth == 0 and tok.is_word("FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT"):
             at.setdefault(tok.value.upper(), n)
-    if "FROM" not in at or "GROUP" not in at or not tokens[at["GROUP"] + 1].is_word("BY"):
+    if "FROM" not in at or "GROUP" not in at or at["GROUP"] + 1 == len(tokens):
+        return None
+    if not tokens[at["GROUP"] + 1].is_word("BY"):
         return None
     after_from = min(at.get(w, len(tokens)) for w in ("WHERE", "GROUP", "HAVING", "ORDER"))
     table = tokens[at["FROM"] + 1 : after_from]
@@ -1153,7 +1155,7 @@ def legacy_session_as_tvf(text: str, start: int = 0, end: int | None = None) -> 
     windows = [
         (a, b)
         for a, b in items
-        if tokens[a].is_word("SESSION") and a + 1 < b and tokens[a + 1].value == "("
+        if a + 1 < b and tokens[a].is_word("SESSION") and tokens[a + 1].value == "("
     ]
     if len(windows) != 1:
         return None
