@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser flink-oracle demo test soak faults corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
+.PHONY: env browser openssl flink-oracle demo test soak faults corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -33,8 +33,13 @@ browser:
 	command -v chromium >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
 	  'apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)'
 
+# The security test follows the JKS-to-PEM commands its errors give (keytool comes with the JDK).
+openssl:
+	command -v openssl >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive sh -c \
+	  'apt-get install -y -q openssl || (apt-get update -q && apt-get install -y -q openssl)'
+
 # The slowest tests are listed at the end, so that CI's output shows where its time goes.
-test: env browser flink-oracle
+test: env browser openssl flink-oracle
 	$(BIN)/python -m pytest --durations=30
 
 # The whole Flink SQL corpus, here and on Apache Flink (make test runs a CI-sized part).

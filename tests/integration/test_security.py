@@ -41,6 +41,7 @@ from dagster_kafka_flinklike import (
 )
 from dagster_kafka_flinklike.local import EmbeddedKafka, KafkaListenerSecurity
 from dagster_kafka_flinklike.local._security import write_certificates
+from dagster_kafka_flinklike.local.fetch import find_java
 from dagster_kafka_flinklike.source.admin import KafkaAdmin
 from tests.conftest import consume_all, produce, wait_for_topic
 from tests.integration.security_location import copy, pipeline, resources, table
@@ -285,7 +286,14 @@ def test_a_run_with_a_wrong_password_fails_naming_the_option_and_keeps_its_check
     assert consume_all(secured.bootstrap_servers, sink_topic, 2) == []
 
 
+def _keytool() -> str:
+    """The JDK's keytool, beside the java the embedded Kafka runs on."""
+    return str(Path(os.path.realpath(find_java())).with_name("keytool"))
+
+
 def _run(*command: str) -> None:
+    if command[0] == "keytool":
+        command = (_keytool(), *command[1:])
     subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
@@ -319,7 +327,7 @@ def test_the_commands_a_jks_error_gives_make_stores_that_connect(secured, tmp_pa
     # The commands, as the messages give them (with the store password a user types).
     with (tmp_path / "ca.pem").open("wb") as out:
         subprocess.run(
-            ["keytool", "-list", "-rfc", "-keystore", str(truststore), "-storepass", store],
+            [_keytool(), "-list", "-rfc", "-keystore", str(truststore), "-storepass", store],
             stdout=out,
             check=True,
             timeout=120,
