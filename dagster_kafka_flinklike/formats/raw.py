@@ -44,11 +44,11 @@ _BMP_BE = f"(?:[0-9A-CE-F]{_HEX}{{3}}|D[0-7]{_HEX}{{2}})"
 _PAIR_BE = f"D[89AB]{_HEX}{{2}}D[C-F]{_HEX}{{2}}"
 _BMP_LE = f"{_HEX}{{2}}(?:[0-9A-CE-F]{_HEX}|D[0-7])"
 _PAIR_LE = f"{_HEX}{{2}}D[89AB]{_HEX}{{2}}D[C-F]"
-#: Hex text of valid bytes for the strict charsets (whole string).
-_VALID_HEX = {
-    "UTF-16BE": f"^(?:{_BMP_BE}|{_PAIR_BE})*$",
-    "UTF-16LE": f"^(?:{_BMP_LE}|{_PAIR_LE})*$",
-    "UTF-32": f"^(?:0000{_BMP_BE}|000[1-9A-F]{_HEX}{{4}}|0010{_HEX}{{4}})*$",
+#: Hex text of one valid character for the strict charsets (valid text is a run of them).
+_VALID_UNIT = {
+    "UTF-16BE": f"{_BMP_BE}|{_PAIR_BE}",
+    "UTF-16LE": f"{_BMP_LE}|{_PAIR_LE}",
+    "UTF-32": f"0000{_BMP_BE}|000[1-9A-F]{_HEX}{{4}}|0010{_HEX}{{4}}",
 }
 _UNMAPPABLE = {"US-ASCII": "[^\\x00-\\x7F]", "ISO-8859-1": "[^\\x00-\\xFF]"}
 
@@ -81,12 +81,23 @@ def _valid(raw: SparkColumn, charset: str) -> SparkColumn | None:
     hex_text = F.hex(raw)
     if charset == "UTF-16":
         rest = F.substring(hex_text, 5, 1 << 30)
-        return F.when(hex_text.startswith("FFFE"), rest.rlike(_VALID_HEX["UTF-16LE"])).otherwise(
-            hex_text.rlike(_VALID_HEX["UTF-16BE"])
+        return F.when(hex_text.startswith("FFFE"), _units(rest, "UTF-16LE")).otherwise(
+            _units(hex_text, "UTF-16BE")
         )
-    if charset in _VALID_HEX:
-        return hex_text.rlike(_VALID_HEX[charset])
+    if charset in _VALID_UNIT:
+        return _units(hex_text, charset)
     return None
+
+
+def _units(hex_text: SparkColumn, charset: str) -> SparkColumn:
+    """True when ``hex_text`` is a run of valid characters of ``charset`` from start to end: the
+    characters found one after the other, joined again, are the whole text. (Not one pattern
+    over the whole text, ``^(?:a|b)*$``: Java's regex engine recurses once per character
+    there, and a value of a few kilobytes overflowed the task's stack.)"""
+    from pyspark.sql import functions as F
+
+    found = F.regexp_extract_all(hex_text, F.lit(_VALID_UNIT[charset]), 0)
+    return F.array_join(found, "") == hex_text
 
 
 def _reversed_bytes(hex_text: SparkColumn, size: int) -> SparkColumn:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
+from typing import Any
+
 import pytest
 
 from dagster_kafka_flinklike.options import KafkaOptionsError, KafkaTableSpec
@@ -16,7 +20,7 @@ REGISTRY = {
 
 def test_a_map_option_without_an_entry_key_is_refused_naming_it() -> None:
     # It was taken as the map itself, a string, and failed later with a ValueError.
-    with pytest.raises(KafkaOptionsError, match="'avro-confluent.properties' is a map") as info:
+    with pytest.raises(KafkaOptionsError, match=r"'avro-confluent\.properties' is a map") as info:
         KafkaTableSpec.from_options({**REGISTRY, "avro-confluent.properties": "csv"})
     assert info.value.keys == ("avro-confluent.properties",)
     spec = KafkaTableSpec.from_options({**REGISTRY, "avro-confluent.properties.timeout": "5"})
@@ -36,7 +40,60 @@ def test_a_query_that_ends_in_its_group_by_is_planned_or_refused(tail: str) -> N
     from dagster_kafka_flinklike.sql import FlinkSqlError
     from dagster_kafka_flinklike.sql.pipeline import plan_flink_sql
 
-    try:
+    with contextlib.suppress(FlinkSqlError):
         plan_flink_sql(f"{_TABLES}INSERT INTO k SELECT a, COUNT(*) FROM s {tail};")
-    except FlinkSqlError:
-        pass
+
+
+#: Python's codec of each strict charset (Java's UTF-16: big-endian unless a BOM says otherwise).
+_CODECS = {
+    "UTF-16BE": "utf-16-be",
+    "UTF-16LE": "utf-16-le",
+    "UTF-32": "utf-32-be",
+    "UTF-16": "utf-16-be",
+}
+
+
+def _raw_strings(spark: Any, charset: str, values: list[bytes]) -> list[tuple[Any, Any]]:
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.formats import get_format
+    from dagster_kafka_flinklike.options import Column
+
+    frame = spark.createDataFrame([(v,) for v in values], "value binary")
+    columns, options = [Column("s", "STRING")], {"charset": charset}
+    struct, error, _ = get_format("raw").decode(F.col("value"), columns, options)
+    return [(r[0], r[1]) for r in frame.select(struct["s"], error).collect()]
+
+
+def _python_text(value: bytes, charset: str) -> str | None:
+    """``value`` as text in ``charset`` by Python's strict codecs (None: not valid)."""
+    codec = _CODECS[charset]
+    if charset == "UTF-16" and value[:2] == b"\xff\xfe":
+        value, codec = value[2:], "utf-16-le"
+    try:
+        return value.decode(codec)
+    except UnicodeDecodeError:
+        return None
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("charset", sorted(_CODECS))
+def test_long_raw_text_in_a_strict_charset_is_decoded_or_dirty(spark: Any, charset: str) -> None:
+    # Validating a few kilobytes of UTF-16 or UTF-32 overflowed the stack of Spark's task
+    # (a StackOverflowError failed the job), the whole value being one regular expression.
+    text = "aé€\U0001f600" * 2000
+    codec = "utf-16-le" if charset == "UTF-16" else _CODECS[charset]
+    bom = b"\xff\xfe" if charset == "UTF-16" else b""
+    valid = bom + text.encode(codec)
+    lone = valid + "\ud800".encode(codec, "surrogatepass")
+    rng = random.Random(3)
+    short = [rng.randbytes(rng.randrange(9)) for _ in range(300)]
+    alphabet = b"\x00\xd8\xdc\xfe\xff\x10\x11A"
+    short += [bytes(rng.choices(alphabet, k=rng.randrange(9))) for _ in range(300)]
+    rows = _raw_strings(spark, charset, [valid, lone, *short])
+    assert rows[0] == (text, None)
+    assert rows[1][0] is None and f"not valid {charset} text" in str(rows[1][1])
+    for value, (decoded, error) in zip(short, rows[2:], strict=True):
+        valid_text = _python_text(value, charset) is not None  # the same verdict as Python's
+        assert (decoded is not None) == valid_text, (value, decoded, error)
+        assert (error is None) == valid_text, (value, error)
