@@ -112,9 +112,16 @@ CONNECTOR_SPARK_CONFIG: dict[str, str] = {
 #:   code Spark generates for a table's decoding (the per-record fallback next to the natively
 #:   decoded columns) is such a method: a CSV read ran at 330k records/s with it interpreted,
 #:   630-680k compiled.
+#: - Avro's decoder allocates what a datum's lengths say before it reads the bytes: a corrupt
+#:   record whose array claims 10^9 items failed the job with an OutOfMemoryError. Bounded
+#:   (Avro's own limits), such a record is one Spark's ``from_avro`` cannot read, and the Python
+#:   decoding that reads those decides it (dirty, or decoded if it really is that large).
 CONNECTOR_JVM_OPTIONS = (
     "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false "
-    "-XX:-DontCompileHugeMethods"
+    "-XX:-DontCompileHugeMethods "
+    "-Dorg.apache.avro.limits.collectionItems.maxLength=16777216 "
+    "-Dorg.apache.avro.limits.bytes.maxLength=268435456 "
+    "-Dorg.apache.avro.limits.string.maxLength=268435456"
 )
 
 

@@ -97,3 +97,35 @@ def test_long_raw_text_in_a_strict_charset_is_decoded_or_dirty(spark: Any, chars
         valid_text = _python_text(value, charset) is not None  # the same verdict as Python's
         assert (decoded is not None) == valid_text, (value, decoded, error)
         assert (error is None) == valid_text, (value, error)
+
+
+def _varint(n: int) -> bytes:
+    zigzag, out = (n << 1) ^ (n >> 63), b""
+    while zigzag > 0x7F:
+        out, zigzag = out + bytes([zigzag & 0x7F | 0x80]), zigzag >> 7
+    return out + bytes([zigzag])
+
+
+@pytest.mark.spark
+def test_an_avro_record_claiming_a_huge_array_is_dirty_not_an_out_of_memory_error(
+    spark: Any,
+) -> None:
+    # Spark's from_avro allocated what the record claimed (10^9 items: a Java heap of several
+    # GB) and the job failed with an OutOfMemoryError.
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.formats import get_format
+    from dagster_kafka_flinklike.options import Column
+    from dagster_kafka_flinklike.spark import has_spark_avro
+
+    assert has_spark_avro(spark)  # (the record goes to Spark's from_avro first)
+    columns = [Column("id", "BIGINT"), Column("tags", "ARRAY<STRING>")]
+    valid = b"\x02" + _varint(7) + b"\x02" + _varint(1) + b"\x02" + _varint(1) + b"a\x00"
+    claims = [b"\x00\x02" + _varint(count) + b"\x02\x02a" for count in (10**9, 2**31 - 1)]
+    frame = spark.createDataFrame([(v,) for v in [valid, *claims]], "value binary")
+    stages, (struct, error, _) = get_format("avro").decode_stages(F.col("value"), columns, {}, "p_")
+    for stage in stages:
+        frame = frame.select("*", *[expr.alias(name) for name, expr in stage.items()])
+    rows = frame.select(struct, error).collect()
+    assert rows[0][0].asDict() == {"id": 7, "tags": ["a"]} and rows[0][1] is None
+    assert all(row[0] is None and row[1] for row in rows[1:]), rows
