@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser openssl flink-oracle demo test soak faults corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
+.PHONY: env browser openssl flink-oracle demo test soak faults fuzz corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -57,6 +57,16 @@ soak: env flink-oracle
 faults: env
 	FAULT_TEST_RECORDS=1000000 FAULT_TEST_ROUNDS=400 \
 	  $(BIN)/python -m pytest -s tests/integration/test_broker_faults.py
+
+# The fuzz targets at length (tests/fuzz; make test runs each one CI-sized): FUZZ_INPUTS generated
+# inputs per target (a slow target stops at its own cap: see README "Fuzzing"), from FUZZ_SEED;
+# FUZZ_TARGETS names some (NAME=N sets one's count). It prints each target's figures, then
+# a JSON line of all; a failing input is written under .local/fuzz-failures (--replay FILE).
+FUZZ_INPUTS ?= 1000000
+FUZZ_SEED ?= 1
+FUZZ_TARGETS ?=
+fuzz: env
+	$(BIN)/python -m tests.fuzz $(FUZZ_TARGETS) --inputs $(FUZZ_INPUTS) --seed $(FUZZ_SEED)
 
 # Apache Flink (PyFlink in its own environment, and its Kafka connector) as the tests' oracle.
 flink-oracle: env

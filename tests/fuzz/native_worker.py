@@ -1,0 +1,319 @@
+"""The C modules' fuzz worker, run in a process with the sanitizer runtime preloaded (see
+:mod:`.native`): ``python -m tests.fuzz.native_worker DIRECTORY SEED START COUNT``.
+
+It loads the modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
+``DIRECTORY`` through ``tests/unit/sanitized_driver.py`` (whose helpers it reuses: the Arrow
+buffers of records, the result checks, the messages whose list changes while it is read) and
+calls them on inputs ``START`` to ``START + COUNT - 1`` of ``SEED``: JSON and CSV records (valid
+ones edited), buffers cut, misaligned or made up, offsets and lengths out of range, column
+descriptions of any kind, message lists. Before each call its input's number is written to
+``DIRECTORY/last-call.txt`` (a crash names it; ``COUNT`` -1 prints the call of input ``START``
+without making it). A call with valid arguments must return a
+result of the right shape; one with invalid arguments may only raise the documented argument
+errors. Each finding is a JSON line on stdout, and the last line the counts.
+
+Like the driver, it imports neither the package nor pyarrow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from typing import Any
+
+from .mutate import case_random, edge_integer, mutate_bytes, random_bytes
+
+if __name__ == "__main__":  # the driver reads its directory from the command line at import
+    sys.argv = [sys.argv[0], sys.argv[1], "1", *sys.argv[2:]]
+
+from tests.unit import sanitized_driver as driver
+
+_NAMES = [b"a", b"b", b"id", b"x", b""]
+_NUMBERS = (
+    "-0", "1.5e-7", "1E400", "0.1e-400", "123456789012345678901234567890.5", "12.50", "-00", "1.",
+    ".5", "1e", "--1", "0x10", "NaN", "1e-7", "0.000001", "99999999999999999999",
+)  # fmt: skip
+_TEMPORAL = (
+    "2021-03-24", "2021-03-24 10:00:00", "2021-03-24T10:00:00.123Z", "10:00", "23:59:60",
+    "24:00:00", "99:99:99", "00:00:00.", "2021-02-29", "0000-01-01", "10000-01-01", "2021-13-01",
+    "12:30:45.123456789", "12:30:45.1234567890", "2021-03-24 10:00:00.x",
+)  # fmt: skip
+_JSON_TOKENS = (
+    b"true", b"false", b"null", b"{}", b"[]", b'{"a": [1, {"b": null}]}', b'"\\ud800"',
+    b'"\\u00e9"', b'"\\\\"', b'"\\n"',
+)  # fmt: skip
+#: The input at which the worker crashes on purpose (the harness's own test), if any.
+CRASH_AT = int(os.environ.get("FUZZ_NATIVE_CRASH_AT", "-1"))
+_CSV_TOKENS = (
+    b",", b'"', b'""', b"\n", b"\r", b"\\", b"#", b";",
+)  # fmt: skip
+_BYTE_ARGUMENTS = (
+    44, 59, 34, 39, 92, 9, 35, -1, 0, 127, 128, 255, 256, -2, 2**31, -(2**31),
+)  # fmt: skip
+
+
+def _number(rng: Any) -> str:
+    roll = rng.randrange(4)
+    if roll == 0:
+        return str(edge_integer(rng))
+    if roll == 1:
+        return repr(rng.uniform(-1e20, 1e20))
+    if roll == 2:
+        return str(rng.randrange(-1000, 1000))
+    return rng.choice(_NUMBERS)
+
+
+def _text(rng: Any) -> str:
+    return (
+        rng.choice(_TEMPORAL)
+        if rng.random() < 0.5
+        else "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(rng.randrange(8)))
+    )
+
+
+def json_record(rng: Any) -> bytes:
+    fields = []
+    for _ in range(rng.randrange(8)):
+        name = rng.choice(["a", "b", "id", "x", "", "other"])
+        roll = rng.randrange(4)
+        if roll == 0:
+            value = _number(rng)
+        elif roll == 1:
+            value = json.dumps(_text(rng), ensure_ascii=rng.random() < 0.5)
+        elif roll == 2:
+            value = json.dumps(_number(rng))
+        else:
+            value = rng.choice(_JSON_TOKENS).decode()
+        fields.append(json.dumps(name) + rng.choice((":", ": ", " :")) + value)
+    text = "{" + rng.choice((",", ", ")).join(fields) + "}"
+    return text.encode("utf-8", "surrogatepass")
+
+
+def csv_record(rng: Any) -> bytes:
+    fields = []
+    for _ in range(rng.randrange(8)):
+        text = rng.choice((_number(rng), _text(rng), "", "n/a", "true", "null"))
+        if rng.random() < 0.3 or any(c in text for c in ',"\n'):
+            text = '"' + text.replace('"', '""') + '"'
+        fields.append(text)
+    return (",".join(fields) + rng.choice(("", "", "\n", "\r\n"))).encode("utf-8", "surrogatepass")
+
+
+class Pool:
+    """Valid records and random values made once per worker from the seed (making them per
+    call would cost most of a call's time in a sanitized process)."""
+
+    def __init__(self, seed: int) -> None:
+        rng = case_random(seed, "native pool", 0)
+        self.json = [json_record(rng) for _ in range(1000)]
+        self.csv = [csv_record(rng) for _ in range(1000)]
+        self.bytes = [random_bytes(rng, 40) for _ in range(1000)]
+
+
+POOL: Pool
+
+
+def record(rng: Any, csv: bool) -> bytes | None:
+    roll = rng.random()
+    if roll < 0.05:
+        return None
+    if roll < 0.15:
+        return rng.choice(POOL.bytes)
+    made = rng.choice(POOL.csv if csv else POOL.json)
+    return made if roll < 0.7 else mutate_bytes(rng, made, _CSV_TOKENS if csv else _JSON_TOKENS)
+
+
+def columns(rng: Any) -> tuple[Any, ...]:
+    out = []
+    for _ in range(rng.randrange(7)):
+        precision = (
+            rng.randrange(1, 39) if rng.random() < 0.9 else rng.choice((0, -1, 39, 2**31 - 1))
+        )
+        scale = rng.randrange(0, 39) if rng.random() < 0.9 else rng.choice((-1, 2**31 - 1))
+        out.append((rng.choice(_NAMES), rng.choice(driver.KINDS), precision, scale))
+    return tuple(out)
+
+
+def _made_up_offsets(rng: Any) -> bytes:
+    values = [
+        rng.randrange(-(2**31), 2**31) if rng.random() < 0.3 else rng.randrange(-3, 41)
+        for _ in range(rng.randrange(12))
+    ]
+    return struct.pack(f"<{len(values)}i", *values)
+
+
+def reshaped(rng: Any, buffer: bytes) -> Any:
+    """``buffer`` as it is, cut, misaligned (a view one byte in), made up, or not a buffer."""
+    how = rng.randrange(10)
+    if how <= 3:
+        return buffer
+    if how == 4:
+        return buffer[: rng.randrange(max(len(buffer), 1))]
+    if how == 5:
+        return memoryview(b"\0" + buffer)[1:]
+    if how == 6:
+        return bytearray(buffer)
+    if how == 7:
+        return memoryview(buffer)[::2]
+    return rng.choice((random_bytes(rng, 64), _made_up_offsets(rng), None, 5, "x"))
+
+
+def placement(rng: Any) -> int:
+    return edge_integer(rng) if rng.random() < 0.5 else rng.randrange(-2, 15)
+
+
+def scan_arguments(rng: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid
+    (the driver's ``batches``, with this module's records)."""
+    described = columns(rng)
+    records = [record(rng, csv) for _ in range(rng.randrange(12))]
+    validity, offsets, data = driver.arrow_buffers(records)
+    start = rng.randrange(len(records) + 1)
+    length = len(records) - start
+    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in described)
+    if rng.randrange(4) == 0:
+        valid = False
+        validity = rng.choice((None, random_bytes(rng, 4)))
+        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
+    if rng.randrange(4) == 0:
+        valid = False
+        start, length = placement(rng), placement(rng)
+    if rng.randrange(16) == 0:
+        valid = False
+        described = rng.choice(driver._BAD_COLUMNS)
+    return (validity, offsets, data, start, length, described), valid
+
+
+_STAMPS = (
+    None, (1,), (1, 2, 3), [1, 2], (1, "2"), ("1", 2), (1, 2.5),
+)  # fmt: skip
+
+
+def messages(rng: Any) -> list[Any]:
+    out = []
+    for _ in range(rng.randrange(13)):
+        roll = rng.randrange(10)
+        value = (
+            None
+            if roll == 0
+            else rng.choice(("text", 5, bytearray()))
+            if roll == 1
+            else rng.choice(POOL.bytes)
+        )
+        roll = rng.randrange(10)
+        if roll < 6:
+            stamp: Any = (
+                rng.randrange(3),
+                edge_integer(rng) if rng.random() < 0.5 else rng.randrange(-(10**13), 10**13),
+            )
+        elif roll < 9:
+            stamp = (edge_integer(rng), edge_integer(rng))
+        else:
+            stamp = rng.choice(_STAMPS)
+        out.append(driver.Message(value, stamp))
+    return out
+
+
+def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:
+    """Input of ``rng``: (kind, function, arguments, whether they are valid, detail)."""
+    kind = rng.randrange(3)
+    if kind < 2:
+        csv = kind == 1
+        arguments, valid = scan_arguments(rng, csv)
+        function = driver.text_scan.scan_csv if csv else driver.text_scan.scan
+        if csv:
+            delimiter, quote, escape = (
+                rng.choice(_BYTE_ARGUMENTS) if rng.random() < 0.3 else rng.choice((44, 59, 9, 124))
+                for _ in range(3)
+            )
+            null_literal = rng.choice((None, b"", b"n/a", b"null", "n/a"))
+            arguments = (*arguments, delimiter, quote, escape, null_literal, rng.random() < 0.5)
+            valid = valid and 0 <= delimiter <= 127 and min(quote, escape) >= -1
+            valid = valid and max(quote, escape) <= 127 and not isinstance(null_literal, str)
+        return "scan", function, arguments, valid, None
+    listed = messages(rng)
+    if rng.random() < 0.1:
+        listed = [*listed, 5]
+    change = rng.choice(driver._CHANGES if rng.random() < 0.2 else driver._CHANGES[:-1])
+    field = rng.choice(("value", "timestamp"))
+    method = driver._method(field, listed, change, rng.randrange(1, 13))
+    function = (
+        driver.messages_module.binaries if field == "value" else driver.messages_module.timestamps
+    )
+    return "messages", function, (listed, method), True, (field, change)
+
+
+def describe(seed: int, index: int) -> str:
+    """The call input ``index`` makes, as text (for the report of a crash)."""
+    kind, function, arguments, valid, detail = make_call(case_random(seed, "native", index))
+    if kind == "messages":
+        arguments = (arguments[0], f"<a method that does {detail[1]!r} while reading {detail[0]}>")
+    return f"{function.__name__}{arguments!r} (valid: {valid})"
+
+
+def call(rng: Any, index: int, last: int) -> tuple[str, str, Any]:
+    """Make and run input ``index`` (its number first written to the file ``last``): (kind,
+    outcome, detail) where outcome is "ok", "refused" or "failure"."""
+    kind, function, arguments, valid, detail = make_call(rng)
+    os.pwrite(last, b"#%-20d" % index, 0)
+    if index == CRASH_AT:  # a crash planted by the harness's own test
+        import ctypes
+
+        ctypes.string_at(0)
+    if kind == "scan":
+        try:
+            result = function(*arguments)
+        except driver.ARGUMENT_ERRORS as exc:
+            if valid:
+                return "scan", "failure", f"valid arguments refused: {exc!r}"
+            return "scan", "refused", None
+        try:
+            driver.check_scanned(result, arguments[4], arguments[5])
+        except Exception as exc:
+            return "scan", "failure", f"a result of the wrong shape: {exc!r}"
+        return "scan", "ok", None
+    listed = arguments[0]
+    n = len(listed)
+    try:
+        result = function(*arguments)
+    except (*driver.ARGUMENT_ERRORS, AttributeError):
+        return "messages", "refused", None
+    try:
+        if detail[0] == "value":
+            validity, offsets, data = result
+            ends = struct.unpack(f"<{n + 1}i", offsets)
+            assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
+        else:
+            validity, micros, out_of_range = result
+            assert len(micros) == 8 * n and all(0 <= i < n for i, *_ in out_of_range)
+        assert validity is None or len(validity) == (n + 7) // 8
+    except Exception as exc:
+        return "messages", "failure", f"a result of the wrong shape: {exc!r}"
+    return "messages", "ok", None
+
+
+def main(seed: int, start: int, count: int) -> None:
+    global POOL
+    POOL = Pool(seed)
+    if count < 0:  # describe input ``start`` instead of calling
+        print(describe(seed, start))
+        return
+    counts = {"done": 0, "refused": 0, "scan": 0, "messages": 0}
+    last = os.open(driver.DIRECTORY / "last-call.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+    for index in range(start, start + count):
+        kind, outcome, detail = call(case_random(seed, "native", index), index, last)
+        counts["done"] += 1
+        counts[kind] += 1
+        if outcome == "refused":
+            counts["refused"] += 1
+        elif outcome == "failure":
+            print(
+                json.dumps({"index": index, "kind": "wrong result", "message": detail}), flush=True
+            )
+    print(json.dumps(counts), flush=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
