@@ -8,8 +8,11 @@ materialization (select only the check, e.g. ``AssetSelection.checks_for_assets(
 scheduled job). For assets built otherwise (an IO-manager asset, an external topic),
 :func:`build_kafka_asset_checks` makes standalone checks over the same evaluations.
 
-A check that cannot reach the cluster fails with the reason; it never raises into the run or the
-daemon.
+A check that cannot reach the cluster fails with the reason, naming the bootstrap servers; it
+never raises into the run or the daemon. Each check's Kafka requests end within
+:data:`CHECK_BUDGET_S` whatever the cluster does (down, paused, electing a leader), and a cluster
+that did not answer one check of an evaluation is not asked again by the next ones: they fail at
+once with the same reason (and the brokers' settings are asked once for all the checks).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,6 +35,7 @@ from dagster import (
     multi_asset_check,
 )
 
+from ._budget import BudgetedClients, Memo, servers_of
 from .errors import BlockingCheckError, KafkaOptionsError
 from .history import (
     checkpoint_of,
@@ -59,6 +63,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: How long one Kafka request of a check may take, retries included.
 CHECK_TIMEOUT_S = 15.0
+#: How long all the Kafka requests of one check may take together: a check that has not heard
+#: from the cluster by then fails, saying so.
+CHECK_BUDGET_S = 30.0
 #: Broker setting that bounds every producer's transaction timeout.
 BROKER_MAX_TIMEOUT = "transaction.max.timeout.ms"
 
@@ -117,11 +124,30 @@ class CheckScope:
     tables: Any = None
     #: The Dagster instance (materialization history), when known.
     instance: Any = None
+    #: What the checks of this scope learned of its clusters (those that did not answer, the
+    #: brokers' settings), so the next checks do not wait for the same thing again.
+    memo: Memo = field(default_factory=Memo)
 
     @property
     def exactly_once(self) -> bool:
         """Whether the sink commits the source offsets in its transaction."""
         return is_exactly_once(self.sink)
+
+    @property
+    def servers(self) -> str:
+        """The bootstrap servers of the scope's tables."""
+        return servers_of([self.sink, *self.sources.values()])
+
+    def budgeted(self) -> CheckScope:
+        """This scope with clients whose requests end within :data:`CHECK_BUDGET_S` from now
+        (one check's evaluation)."""
+        clients = BudgetedClients(
+            self.clients,
+            CHECK_BUDGET_S,
+            timeout_s=min(CHECK_TIMEOUT_S, self.clients.timeout_s),
+            memo=self.memo,
+        )
+        return replace(self, clients=clients)
 
 
 @dataclass(frozen=True)
@@ -159,21 +185,29 @@ class KafkaAssetCheck:
         )
 
     def evaluate(self, scope: CheckScope) -> AssetCheckResult:
-        """The check's result for ``scope``; any failure to evaluate is a failed result."""
+        """The check's result for ``scope``, its Kafka requests within :data:`CHECK_BUDGET_S`;
+        any failure to evaluate is a failed result naming the cluster."""
         try:
-            return self._evaluate(scope)
+            return self._evaluate(scope.budgeted())
         except Exception as exc:  # a check never raises into the run or the daemon
-            return self.failed(exc, scope.asset_key)
+            return self.failed(exc, scope.asset_key, servers=scope.servers)
 
-    def failed(self, exc: BaseException, asset_key: AssetKey | None = None) -> AssetCheckResult:
-        """A failed result saying why the check could not be evaluated."""
+    def failed(
+        self, exc: BaseException, asset_key: AssetKey | None = None, *, servers: str | None = None
+    ) -> AssetCheckResult:
+        """A failed result saying why the check could not be evaluated (against the Kafka
+        cluster at ``servers``, when known)."""
+        where = f" against Kafka at {servers}" if servers else ""
+        metadata: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"}
+        if servers:
+            metadata["bootstrapServers"] = servers
         return AssetCheckResult(
             asset_key=asset_key,
             check_name=self.name,
             passed=False,
             severity=self.severity,  # type: ignore[arg-type]
-            description=f"The check could not be evaluated: {exc}",
-            metadata={"error": f"{type(exc).__name__}: {exc}"},
+            description=f"The check could not be evaluated{where}: {exc}",
+            metadata=metadata,
         )
 
     def _evaluate(self, scope: CheckScope) -> AssetCheckResult:

@@ -17,6 +17,10 @@
 
 A tick is a few metadata requests with a short timeout and a query of a few run records; a
 cluster that does not answer gives a skip with the reason and leaves the cursor where it was.
+All the Kafka requests of a tick end within :data:`TICK_BUDGET_S`, far inside Dagster's sensor
+evaluation timeout (60 s by default), whatever the cluster does (down, paused, electing a
+leader): the skip names the bootstrap servers and what failed, and the next tick asks again
+with a new client.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from dagster import (
     sensor,
 )
 
+from ._budget import BudgetedClients, servers_of
 from ._sensor_retries import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BACKOFF,
@@ -65,6 +70,9 @@ from .run.lag import source_lag
 
 #: How long one Kafka request of a tick may take, retries included (Dagster allows 60 s).
 TICK_TIMEOUT_S = 10.0
+#: How long all the Kafka requests of one tick may take together: a tick that has not heard
+#: from the cluster by then skips, well within Dagster's sensor evaluation timeout (60 s).
+TICK_BUDGET_S = 30.0
 #: Version of the sensors' cursor layout.
 CURSOR_VERSION = 1
 #: Tag on the runs a sensor requests, naming the sensor.
@@ -181,11 +189,15 @@ def build_kafka_discovery_sensor(
         resolved = None
         try:
             resolved = kafka.resolve(table, label)
-            found = _CLIENTS.admin(resolved).discover(table.topics, table.topic_pattern)
+            clients = BudgetedClients(_CLIENTS, TICK_BUDGET_S)
+            found = clients.admin(resolved).discover(table.topics, table.topic_pattern)
         except Exception as exc:  # a tick never raises: skip, keep the cursor
             if resolved is not None:
                 _CLIENTS.forget(resolved)
-            return SkipReason(f"Could not read the topics of Kafka table {label!r}: {exc}")
+            return SkipReason(
+                f"Could not read the topics of Kafka table {label!r} from "
+                f"{servers_of([resolved])}: {exc} The cursor stays; the next tick asks again."
+            )
         cursor = _dump("topics", found)
         known = _cursor(context.cursor, "topics")
         total = sum(found.values())
@@ -272,12 +284,14 @@ def build_kafka_discovery_sensors(
     ]
 
 
-def _next_batch(tables: Sequence[ResolvedTable], done: Sequence[str]) -> OffsetRanges:
+def _next_batch(
+    tables: Sequence[ResolvedTable], done: Sequence[str], clients: BudgetedClients
+) -> OffsetRanges:
     """The ranges of each source's next offset batch after the batches ``done``."""
     positions = batch_positions(done)
     return {
         table.name: next_batch(
-            table, _CLIENTS.admin(table), positions.get(table.name, {}) if done else None
+            table, clients.admin(table), positions.get(table.name, {}) if done else None
         )
         for table in tables
     }
@@ -391,9 +405,10 @@ def build_kafka_new_data_sensor(
         done: list[str] = []
         try:
             resolved = [kafka.resolve(spec, source) for source, spec in tables.sources.items()]
+            clients = BudgetedClients(_CLIENTS, TICK_BUDGET_S)
             if batches is not None:
                 done = list(context.instance.get_dynamic_partitions(str(batches.name)))
-                batch = _next_batch(resolved, done)
+                batch = _next_batch(resolved, done, clients)
                 ranges = {(s, tp): r for s, found in batch.items() for tp, r in found.items()}
             else:
                 batch = {}
@@ -401,7 +416,7 @@ def build_kafka_new_data_sensor(
                 ranges = {}
                 for table in resolved:
                     lag = source_lag(
-                        table, _CLIENTS.admin(table), checkpoint, exactly_once=exactly_once
+                        table, clients.admin(table), checkpoint, exactly_once=exactly_once
                     )
                     ranges.update(
                         {(table.name, tp): (lag.starts[tp], lag.stops[tp]) for tp in lag.stops}
@@ -409,7 +424,10 @@ def build_kafka_new_data_sensor(
         except Exception as exc:  # a tick never raises: skip, keep the cursor
             for table in resolved:
                 _CLIENTS.forget(table)
-            return SkipReason(f"Could not plan the Kafka sources of {label!r}: {exc}")
+            return SkipReason(
+                f"Could not plan the Kafka sources of {label!r} from {servers_of(resolved)}: "
+                f"{exc} No run is requested and the cursor stays; the next tick asks again."
+            )
         pending = {f"{s}/{t}-{p}": max(b - a, 0) for (s, (t, p)), (a, b) in ranges.items()}
         stops = {f"{s}/{t}-{p}": b for (s, (t, p)), (_, b) in ranges.items()}
         state = _state(context.cursor)

@@ -1,12 +1,18 @@
 """Source topics as Dagster assets: external, observable assets for the topics streaming assets
 read (a table another streaming asset writes is that asset), and their observation (partitions,
-end offsets, record count; the end offsets as the data version)."""
+end offsets, record count; the end offsets as the data version).
+
+Each topic's observation ends within :data:`OBSERVE_BUDGET_S` whatever the cluster does, and
+records only offsets the cluster gave: a topic that could not be observed fails the observation
+with why and where (its bootstrap servers), after the other topics are observed; a cluster that
+did not answer one topic is not asked again for the next ones.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -19,12 +25,18 @@ from dagster import (
     multi_observable_source_asset,
 )
 
-from .errors import KafkaConnectorError
+from ._budget import BudgetedClients, Memo, servers_of
+from .errors import KafkaConnectorError, KafkaOptionsError
 from .materialization import streaming_tables
 from .options import KafkaTableSpec
 from .translator import KafkaTranslator, table_label
 
 __all__ = ["build_kafka_source_assets", "observe_topic"]
+
+#: How long one Kafka request of an observation may take.
+OBSERVE_TIMEOUT_S = 15.0
+#: How long all the Kafka requests of one topic's observation may take together.
+OBSERVE_BUDGET_S = 30.0
 
 
 def _digest(offsets: Mapping[str, int]) -> str:
@@ -77,22 +89,47 @@ def build_kafka_source_assets(
     @decorate
     def _observe(context):  # type: ignore[no-untyped-def]
         # (unannotated: Dagster checks the annotation's object, and annotations are strings)
-        from .run import KafkaClients
-
         kafka = getattr(context.resources, kafka_resource_key)
-        clients = KafkaClients(timeout_s=15.0)
-        for key in sorted(context.selected_asset_keys, key=str):
-            yield observe_topic(key, tables[key], kafka, clients)
+        keys = sorted(context.selected_asset_keys, key=str)
+        yield from _observe_topics([(key, tables[key]) for key in keys], kafka)
 
     return [_observe]
+
+
+def _observe_topics(
+    topics: Sequence[tuple[AssetKey, KafkaTableSpec]], kafka: Any
+) -> Iterator[ObserveResult]:
+    """Observe each of ``topics``, each within :data:`OBSERVE_BUDGET_S`; then fail with the
+    reasons of those that could not be observed.
+
+    Raises:
+        KafkaConnectorError: a topic could not be observed (all reasons, one after another).
+    """
+    from .run import KafkaClients
+
+    clients = KafkaClients(timeout_s=OBSERVE_TIMEOUT_S)
+    memo = Memo()
+    failures: list[KafkaConnectorError] = []
+    for key, table in topics:
+        budget = BudgetedClients(clients, OBSERVE_BUDGET_S, memo=memo)
+        try:
+            yield observe_topic(key, table, kafka, budget)
+        except KafkaConnectorError as exc:  # the other topics are observed first
+            failures.append(exc)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise KafkaConnectorError(" ".join(str(f) for f in failures)) from failures[0]
 
 
 def observe_topic(key: AssetKey, table: KafkaTableSpec, kafka: Any, clients: Any) -> ObserveResult:
     """An observation of a source topic: partitions, end offsets, records, data version.
 
     Raises:
-        KafkaConnectorError: the cluster did not answer (the observation fails with why).
+        KafkaConnectorError: the cluster did not answer, or gave no offset for a partition
+            (the observation fails with why, naming the bootstrap servers).
     """
+    resolved = None
     try:
         resolved = kafka.resolve(table)
         admin = clients.admin(resolved)
@@ -100,11 +137,18 @@ def observe_topic(key: AssetKey, table: KafkaTableSpec, kafka: Any, clients: Any
         partitions = [(t, p) for t, n in found.items() for p in range(n)]
         ends = admin.end_offsets(partitions)
         starts = admin.beginning_offsets(partitions)
-    except KafkaConnectorError:
+        lost = sorted(tp for tp in partitions if min(ends[tp], starts[tp]) < 0)
+        if lost:  # what librdkafka gives for a partition whose leader did not answer
+            raise KafkaConnectorError(
+                f"no offsets for {', '.join(f'{t}-{p}' for t, p in lost)} (their leader did "
+                f"not answer)"
+            )
+    except KafkaOptionsError:  # the table's settings, not the cluster: as they are
         raise
     except Exception as exc:
         raise KafkaConnectorError(
-            f"Could not observe Kafka table {table_label(table)!r}: {exc}"
+            f"Could not observe Kafka table {table_label(table)!r} at "
+            f"{servers_of([resolved])}: {exc}"
         ) from exc
     end_offsets = {f"{t}-{p}": o for (t, p), o in sorted(ends.items())}
     return ObserveResult(
