@@ -10,8 +10,9 @@ evaluation's deadline, and starts none once it has passed.
 It also refuses offsets the cluster did not give. librdkafka answers a ListOffsets request whose
 partition leader cannot be reached (killed, paused, being replaced) with offset -1001
 (``OFFSET_INVALID``) and no error: read as an offset, it gives negative end offsets and a wrong
-lag (a lag check passing on data it could not read). Such a request fails, naming the
-partitions, and the evaluation reports why.
+lag (a lag check passing on data it could not read). The admin client asks such a partition
+again while its request's time lasts; a negative offset that still comes back fails the
+request, naming the partitions, and the evaluation reports why.
 
 What one evaluation learns of a cluster is kept for the rest of it (the checks of one asset,
 the topics of one observation; :class:`Memo`): a cluster whose metadata request failed is not
@@ -150,13 +151,10 @@ class BudgetedAdmin(KafkaAdmin):
         ask: Callable[[Sequence[TopicPartition]], dict[TopicPartition, int]],
         partitions: Sequence[TopicPartition],
     ) -> dict[TopicPartition, int]:
-        """``ask(partitions)``, refusing a partition that got no offset.
-
-        Not asked again: the client asks the leader its metadata names, which stays the one
-        that did not answer until the cluster has replaced it (seconds) and the client has
-        heard of it; and a request waiting for a broker that does not answer is what
-        librdkafka least likes to have in flight when that broker's connection changes state.
-        The next evaluation, with a new client, asks the new leader.
+        """``ask(partitions)``, refusing a partition that got no offset (``ask`` has asked it
+        again while its time lasted). Not asked once more: the client asks the leader its
+        metadata names, which stays the one that did not answer until the cluster has replaced
+        it and the client has heard of it; the next evaluation, with a new client, asks again.
 
         Raises:
             OffsetsError: a partition got no offset (its leader did not answer).

@@ -3,7 +3,8 @@
 :class:`KafkaAdmin` is the :class:`~dagster_kafka_flinklike.source.offsets.OffsetsRetriever` the
 planner uses against a real cluster. Offsets are listed with the isolation level the source reads
 with, committed offsets with require-stable semantics (KIP-447), and transient broker errors
-(leader elections, coordinator loading, pending transactional offset commits) are retried.
+(leader elections, coordinator loading, pending transactional offset commits) are retried, as is
+a partition whose leader did not answer (librdkafka gives it offset -1001 and no error).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from .offsets import TopicPartition, describe_partitions
 #: How long a broker request waits for its answer by default, in seconds.
 DEFAULT_TIMEOUT_S = 30.0
 _RETRY_PAUSE_S = 0.2
+#: The offset librdkafka gives, without an error, for a partition whose ListOffsets its leader
+#: did not answer (killed, paused, being replaced): ``OFFSET_INVALID``, never an offset (a
+#: timestamp with no record after it is -1).
+NO_ANSWER = -1001
 #: Kafka's own internal topics, which a topic pattern never subscribes to (as in Flink).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _T = TypeVar("_T")
@@ -348,7 +353,7 @@ class KafkaAdmin:
             for tp, fut in futures.items():
                 key = (tp.topic, tp.partition)
                 try:
-                    out[key] = fut.result().offset
+                    offset = fut.result().offset
                 except KafkaException as exc:
                     if _retriable(exc) and time.monotonic() < deadline:
                         retry.append(key)
@@ -357,6 +362,16 @@ class KafkaAdmin:
                         f"Could not list offsets of {tp.topic}-{tp.partition} on the Kafka "
                         f"cluster at {self.bootstrap}: {exc}"
                     ) from exc
+                if offset == NO_ANSWER:  # asked again, as for a retriable error
+                    if time.monotonic() < deadline:
+                        retry.append(key)
+                        continue
+                    raise OffsetsError(
+                        f"Could not list offsets of {tp.topic}-{tp.partition} on the Kafka "
+                        f"cluster at {self.bootstrap}: its leader did not answer (it is down, "
+                        f"paused or being replaced)."
+                    )
+                out[key] = offset
             pending = retry
             if pending:
                 time.sleep(_RETRY_PAUSE_S)
@@ -417,6 +432,9 @@ class KafkaAdmin:
             try:
                 found = {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
             except KafkaException:  # asked again alone, with its retries and its error
+                out[ms] = self.offsets_for_times(keys, ms)
+                continue
+            if NO_ANSWER in found.values():  # a leader did not answer: the same
                 out[ms] = self.offsets_for_times(keys, ms)
                 continue
             none = [tp for tp, off in found.items() if off < 0]
