@@ -40,11 +40,11 @@ from typing import Any
 from .errors import KafkaClientError, KafkaErrorKind, OffsetsError, classify_kafka_error
 from .options import client_config
 from .run.tables import KafkaClients, ResolvedTable
-from .source.admin import KafkaAdmin
+from .source.admin import NO_ANSWER, KafkaAdmin
 from .source.offsets import TopicPartition, describe_partitions
 
 #: librdkafka's offset of a partition whose ListOffsets got no answer (``OFFSET_INVALID``).
-NO_OFFSET = -1001
+NO_OFFSET = NO_ANSWER
 #: A request is not started with less time than this left.
 _MIN_REQUEST_S = 0.2
 _RETRY_PAUSE_S = 0.2
