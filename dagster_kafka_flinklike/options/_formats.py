@@ -116,7 +116,7 @@ def spark_charset(name: str, key: str = "raw.charset") -> str:
     """
     try:
         canonical = codecs.lookup(name.strip()).name
-    except (LookupError, ValueError):  # (ValueError: a NUL character in the name)
+    except (LookupError, ValueError):  # (ValueError: a NUL or a lone surrogate in the name)
         canonical = ""
     if canonical not in SPARK_CHARSETS:
         raise KafkaOptionsError(

@@ -131,9 +131,10 @@ def test_an_avro_record_claiming_a_huge_array_is_dirty_not_an_out_of_memory_erro
     assert all(row[0] is None and row[1] for row in rows[1:]), rows
 
 
-@pytest.mark.parametrize("charset", ["\x00upsert", "utf-8\x00"])
-def test_a_charset_name_with_a_nul_character_is_refused_naming_its_option(charset: str) -> None:
-    # Python's codec lookup raised a ValueError ("embedded null character") through the options.
+@pytest.mark.parametrize("charset", ["\x00upsert", "utf-8\x00", "utf\udcff-8"])
+def test_a_charset_name_python_cannot_look_up_is_refused_naming_its_option(charset: str) -> None:
+    # Python's codec lookup raised a ValueError (a NUL, or a UnicodeEncodeError: a lone
+    # surrogate) through the options.
     options = {"connector": "kafka", "topic": "t", "format": "raw", "raw.charset": charset}
     with pytest.raises(KafkaOptionsError, match=r"'raw\.charset'") as info:
         KafkaTableSpec.from_options(options, columns=[{"name": "v", "type": "STRING"}])
