@@ -30,6 +30,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -59,6 +60,17 @@ _BASE = {
 _NOW_MS = 1_700_000_000_000
 #: Each Spark job's time on stderr (``FUZZ_VERBOSE=1``).
 VERBOSE = bool(os.environ.get("FUZZ_VERBOSE"))
+#: A Spark job that runs longer is cancelled and reported, and its target stops (a task that
+#: does not end holds one of the session's two cores).
+JOB_TIMEOUT_S = float(os.environ.get("FUZZ_JOB_TIMEOUT", "1800"))
+#: The optimizer rule that would evaluate the decoding on the driver, interpreted, because the
+#: batch is a local table here: without it, the tasks run it, compiled, as a run's tasks do.
+_LOCAL_RELATION = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
+#: An open bug, not fixed here (see README "Fuzzing"): Spark's JSON reader, asked for a DECIMAL,
+#: rescales a number with an exponent of millions (``1.5e-99999999``) digit by digit: such a
+#: record costs its task seconds (10^6) to hours (10^8). It is a failure, not sent to Spark.
+OPEN_BUG = "open bug: a JSON DECIMAL with an exponent of millions holds Spark's task"
+_HUGE_EXPONENT = rb'\s*:\s*"?[+-]?[0-9.]*[eE][+-]?0*[1-9][0-9]{6,8}(?![0-9])'
 
 
 @dataclass
@@ -753,6 +765,28 @@ def spark_session() -> Any:
     return session
 
 
+def _tasks_decode(spark: Any) -> Any:
+    """Spark's optimizer leaves the decoding to the tasks (see :data:`_LOCAL_RELATION`) while in
+    it; the setting is restored after."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def leaving() -> Any:
+        key = "spark.sql.optimizer.excludedRules"
+        before = spark.conf.get(key, "")
+        rules = ",".join(r for r in (before, _LOCAL_RELATION) if r)
+        spark.conf.set(key, rules)
+        try:
+            yield
+        finally:
+            if before:
+                spark.conf.set(key, before)
+            else:
+                spark.conf.unset(key)
+
+    return leaving()
+
+
 def _spark_message(error: BaseException) -> str:
     """The lines of a Spark failure that say what failed (its Python or JVM exception)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -769,6 +803,9 @@ class Decoders(Target):
 
     def __init__(self, spark: bool = True, batch: int | None = None) -> None:
         self.spark = spark
+        #: Whether a Spark job did not finish (the target then checks nothing more).
+        self.stalled = False
+        self._open_bug_patterns: dict[str, re.Pattern[bytes] | None] = {}
         self.tables = self.make_tables()
         self.batch = batch or (SPARK_BATCH if spark else DRIVER_BATCH)
         seed_random = __import__("random").Random(0)
@@ -822,8 +859,17 @@ class Decoders(Target):
         for i, case in enumerate(cases):
             groups.setdefault(case[0], []).append(i)
         findings: list[Finding] = []
-        for table_index, indices in sorted(groups.items()):
+        for table_index, all_indices in sorted(groups.items()):
             table = self.tables[table_index]
+            indices = []
+            for i in all_indices:
+                if self._meets_open_bug(table, cases[i]):
+                    findings.append(Finding(i, OPEN_BUG, f"[{table.name}] not run"))
+                else:
+                    indices.append(i)
+            if self.stalled:
+                counts.add("unchecked", len(indices))
+                continue
             group = [cases[i] for i in indices]
             found, batch = self._reader_check(table, group, counts)
             if not found:
@@ -836,6 +882,32 @@ class Decoders(Target):
                 Finding(indices[f.index], f.kind, f"[{table.name}] {f.message}") for f in found
             ]
         return findings
+
+    def _meets_open_bug(self, table: Table, case: Any) -> bool:
+        """Whether a record meets :data:`OPEN_BUG`: a DECIMAL field of a JSON side (by its name)
+        followed by a number with such an exponent."""
+        if table.name not in self._open_bug_patterns:
+            names: set[str] = set()
+
+            def walk(t: FlinkType, name: str) -> None:
+                if t.name == "DECIMAL":
+                    names.add(name)
+                children = t.field_names or (name,) * len(t.children)
+                for child, child_name in zip(t.children, children, strict=True):
+                    walk(child, child_name)
+
+            spec = table.spec
+            formats = {f.name for f in (spec.key_format, spec.value_format) if f is not None}
+            for column in spec.physical_columns if "json" in formats else ():
+                walk(column.flink_type, column.name)
+            keys = b"|".join(re.escape(n.encode()) for n in sorted(names))
+            self._open_bug_patterns[table.name] = (
+                re.compile(rb'"(?:' + keys + rb')"' + _HUGE_EXPONENT) if names else None
+            )
+        pattern = self._open_bug_patterns[table.name]
+        if pattern is None:
+            return False
+        return any(side is not None and pattern.search(side) for side in (case[1], case[2]))
 
     def _reader_check(
         self, table: Table, cases: list[Any], counts: Counts
@@ -910,12 +982,19 @@ class Decoders(Target):
         """The Spark check of ``cases`` (at offsets from ``first``); a failing job is run again
         on each half of the records (at the same offsets) until one record fails it."""
         started = time.monotonic()
+        if self.stalled:
+            counts.add("unchecked", len(cases))
+            return []
         try:
             return self._spark_run(
                 table, cases, counts, batch or reader_batch(table.spec, cases, first), first
             )
         except Exception as exc:
             failure = _spark_message(exc)
+            if self.stalled:
+                last = first + len(cases) - 1
+                kind = f"the Spark job did not finish in {JOB_TIMEOUT_S:.0f} s"
+                return [Finding(0, kind, f"records {first}..{last}; the target stopped")]
         finally:
             if VERBOSE:
                 print(
@@ -937,6 +1016,45 @@ class Decoders(Target):
     def _spark_run(
         self, table: Table, cases: list[Any], counts: Counts, built: Any, first: int
     ) -> list[Finding]:
+        spark = spark_session()
+        batch, derived = built
+        with _tasks_decode(spark), self._watchdog(spark):
+            return self._spark_decode(spark, table, cases, counts, batch, derived, first)
+
+    def _watchdog(self, spark: Any) -> Any:
+        """Cancel the jobs started within it after :data:`JOB_TIMEOUT_S` (and mark the target
+        :attr:`stalled`)."""
+        import contextlib
+        import threading
+
+        group = f"fuzz-{self.name}-{time.monotonic_ns()}"
+
+        def cancel() -> None:
+            self.stalled = True
+            spark.sparkContext.cancelJobGroup(group)
+
+        @contextlib.contextmanager
+        def watching() -> Any:
+            spark.sparkContext.setJobGroup(group, "fuzz", interruptOnCancel=True)
+            timer = threading.Timer(JOB_TIMEOUT_S, cancel)
+            timer.start()
+            try:
+                yield
+            finally:
+                timer.cancel()
+
+        return watching()
+
+    def _spark_decode(
+        self,
+        spark: Any,
+        table: Table,
+        cases: list[Any],
+        counts: Counts,
+        batch: Any,
+        derived: Any,
+        first: int,
+    ) -> list[Finding]:
         import pyarrow as pa
         from pyspark.sql import functions as F
 
@@ -949,9 +1067,7 @@ class Decoders(Target):
             record_fields,
         )
 
-        spark = spark_session()
         spec = table.spec
-        batch, derived = built
         raw = spark.createDataFrame(
             pa.Table.from_batches([batch]), schema=spark_schema(record_fields(spec), derived)
         )

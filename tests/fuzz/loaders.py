@@ -33,7 +33,6 @@ from tests.unit.test_loaders_fuzz import (
     SPECIAL,
     _chain,
     _secrets_under_secret_keys,
-    _yaml_counts,
 )
 from tests.unit.test_options_properties_based import SQL_WORDS
 
@@ -125,6 +124,30 @@ def check_one(
         counts.add("secret_moved")
         return None
     return Finding(index, "secret shown", leaked[:600])
+
+
+_YAML_KEY = re.compile(r"""^\s*(?:-\s+)?(?:'([^']*)'|"([^"]*)"|([^\s:'"#][^:#]*?))\s*:\s""")
+
+
+def yaml_secrets_stay(text: str) -> bool:
+    """Whether every planted secret of an edited document is still under a secret key: in the
+    document as YAML reads it, or, for text that is no YAML, on a line ``<secret key>: ...``
+    after its key (edits may have moved one into a key, or out of its line)."""
+    from dagster_kafka_flinklike.ingestion._yaml import load_yaml
+    from dagster_kafka_flinklike.options import is_secret
+
+    try:
+        return _secrets_under_secret_keys(load_yaml(text).data)
+    except KafkaConnectorError:
+        pass
+    for line in text.splitlines():
+        if MARK not in line:
+            continue
+        found = _YAML_KEY.match(line)
+        key = next((g for g in found.groups() if g is not None), "") if found else ""
+        if not (found and is_secret(key) and MARK not in key and MARK in line[found.end() :]):
+            return False
+    return True
 
 
 def sql_secrets_stay(text: str) -> bool:
@@ -265,7 +288,7 @@ class IngestionYaml(Target):
         findings = []
         for i, (kind, data) in enumerate(cases):
             counted = (
-                functools.partial(_yaml_counts, data)
+                functools.partial(yaml_secrets_stay, data)
                 if kind == "text"
                 else functools.partial(_secrets_under_secret_keys, data)
             )
@@ -447,4 +470,5 @@ __all__ = [
     "restructure",
     "shown_by",
     "sql_secrets_stay",
+    "yaml_secrets_stay",
 ]

@@ -182,9 +182,12 @@ def mutate_text(
         elif op == 7 and size:  # repeat a range many times
             start, end = _span(rng, size)
             part[end:end] = part[start:end] * rng.choice(_REPEATS)
-        elif op == 8 and others:  # splice with another seed
+        elif op == 8 and others:  # splice with another seed (its protected text left out)
             other = rng.choice(others)
-            part = part[: rng.randrange(size + 1)] + list(other[rng.randrange(len(other) + 1) :])
+            tail = other[rng.randrange(len(other) + 1) :]
+            if protect is not None:
+                tail = protect.sub("p", tail)
+            part = part[: rng.randrange(size + 1)] + list(tail)
         elif op == 9:  # an integer at an edge
             i = rng.randrange(size + 1)
             part[i:i] = str(edge_integer(rng))

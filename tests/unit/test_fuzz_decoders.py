@@ -72,10 +72,36 @@ def test_a_failing_spark_job_is_narrowed_down_to_its_record(
     from pyspark.sql import functions as F
 
     # The job fails on the record at offset 13 of its table's batch.
-    fail = F.when(F.col("__dkf_offset") == 13, F.raise_error(F.lit("planted")))
-    _decoding(monkeypatch, lambda frame: frame.withColumn("planted", fail))
+    error = F.col("__dkf_error")
+    fail = F.when(F.col("__dkf_offset") == 13, F.raise_error(F.lit("planted"))).otherwise(error)
+    _decoding(monkeypatch, lambda frame: frame.withColumn("__dkf_error", fail))
     target = _small("raw", 1)
     cases = [target.case(__import__("random").Random(i)) for i in range(40)]
     findings = target.check(cases, Counts())
     assert [(f.index, f.kind) for f in findings] == [(13, "the Spark job failed")]
     assert "planted" in findings[0].message
+
+
+def test_a_spark_job_that_does_not_finish_stops_its_target(
+    spark: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    import time
+
+    from pyspark.sql import functions as F
+
+    from tests.fuzz import decoders
+
+    @F.udf("string")
+    def slow(error: Any) -> Any:
+        time.sleep(20)
+        return error
+
+    monkeypatch.setattr(decoders, "JOB_TIMEOUT_S", 4.0)
+    slowed = F.when(F.col("__dkf_offset") == 3, slow(F.col("__dkf_error")))
+    _decoding(
+        monkeypatch, lambda f: f.withColumn("__dkf_error", slowed.otherwise(f["__dkf_error"]))
+    )
+    target = _small("raw", 1)
+    counts, out = _run(target, 120, tmp_path)
+    assert target.stalled and counts.failures == 1
+    assert "did not finish in 4 s" in out and counts.extra["unchecked"] == 60
