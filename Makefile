@@ -52,10 +52,11 @@ soak: env flink-oracle
 	  $(BIN)/python -m pytest -s tests/integration/test_kills.py
 
 # Broker and client faults on a 3-node cluster at length (make test runs them CI-sized): 1M
-# records, 400 exactly-once rounds (200 client kills, 150 broker kills, 50 pauses) and 200
-# at-least-once rounds; each test prints its figures as a JSON line. FAULT_TEST_SEED replays.
+# records, 320 exactly-once rounds (220 client kills, 80 broker kills of which 20 whole-cluster,
+# 20 pauses) and 48 at-least-once rounds; each test prints its figures as a JSON line.
+# FAULT_TEST_SEED replays.
 faults: env
-	FAULT_TEST_RECORDS=1000000 FAULT_TEST_ROUNDS=400 \
+	FAULT_TEST_RECORDS=1000000 FAULT_TEST_ROUNDS=320 FAULT_TEST_ALO_ROUNDS=48 \
 	  $(BIN)/python -m pytest -s tests/integration/test_broker_faults.py
 
 # The fuzz targets at length (tests/fuzz; make test runs each one CI-sized): FUZZ_INPUTS generated
