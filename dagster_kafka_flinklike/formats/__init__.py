@@ -12,8 +12,8 @@ The format modules never import this registry: it imports them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
 from ..options import Column, FormatSpec
@@ -33,6 +33,9 @@ from . import (
 )
 from ._changelog import ChangelogFormat
 from .base import Format, NativeDecoder, format_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
 
 _FORMATS: dict[str, Format] = {
     module.FORMAT.name: module.FORMAT
@@ -92,10 +95,22 @@ def native_decoder(
     return get_format(name).native_decoder(columns, options)
 
 
+def exact_pass(name: str, columns: Sequence[Column]) -> Callable[[pa.Array], pa.Array] | None:
+    """Format ``name``'s rewrite of the records its per-record decoding reads, if it has one
+    (see :meth:`~.base.Format.exact_pass`).
+
+    Example:
+        >>> exact_pass("raw", []) is None
+        True
+    """
+    return get_format(name).exact_pass(columns)
+
+
 __all__ = [
     "ChangelogFormat",
     "Format",
     "NativeDecoder",
+    "exact_pass",
     "format_settings",
     "get_format",
     "is_changelog",

@@ -10,7 +10,8 @@
  * given twice, a key with escapes, or a declared field whose JSON value is not of the one kind
  * this scanner converts for its column:
  *
- *   's' STRING (and temporal text): a JSON string, its unescaped UTF-8 content
+ *   's' STRING (and temporal text): a JSON string, its unescaped UTF-8 content; for STRING, a
+ *       number, true or false as its JSON text, as written (what Flink keeps)
  *   'b' BOOLEAN: true / false (values as a bitmap, as Arrow's)
  *   'B' 'H' 'I' 'L' TINYINT..BIGINT: an integer without fraction or exponent, within range
  *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow)
@@ -36,6 +37,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -261,6 +263,28 @@ typedef struct {
     long exponent;
 } Number;
 
+/* The exponent of a number at *pp (its 'e' or 'E'), capped at 100000 in magnitude: 0 with *pp
+ * after it, -1 without digits. */
+static int scan_exponent(const uint8_t **pp, const uint8_t *end, Number *n) {
+    const uint8_t *p = *pp + 1;
+    int negative = 0;
+    if (p < end && (*p == '+' || *p == '-'))
+        negative = *p++ == '-';
+    const uint8_t *digits = p;
+    while (p < end && *p >= '0' && *p <= '9') {
+        if (n->exponent < 100000)
+            n->exponent = n->exponent * 10 + (*p - '0');
+        p++;
+    }
+    if (p == digits)
+        return -1;
+    n->has_exponent = 1;
+    if (negative)
+        n->exponent = -n->exponent;
+    *pp = p;
+    return 0;
+}
+
 static int scan_number(Cursor *c, Number *n) {
     const uint8_t *p = c->p, *end = c->end;
     n->start = p;
@@ -292,23 +316,8 @@ static int scan_number(Cursor *c, Number *n) {
         if (n->n_frac == 0)
             return -1;
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        int negative = 0;
-        if (p < end && (*p == '+' || *p == '-'))
-            negative = *p++ == '-';
-        const uint8_t *digits = p;
-        while (p < end && *p >= '0' && *p <= '9') {
-            if (n->exponent < 100000)
-                n->exponent = n->exponent * 10 + (*p - '0');
-            p++;
-        }
-        if (p == digits)
-            return -1;
-        n->has_exponent = 1;
-        if (negative)
-            n->exponent = -n->exponent;
-    }
+    if (p < end && (*p == 'e' || *p == 'E') && scan_exponent(&p, end, n) < 0)
+        return -1;
     n->end = p;
     c->p = p;
     return 0;
@@ -658,6 +667,19 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         return literal(c, "null", 4); /* null: the validity bit stays 0 */
     switch (col->kind) {
     case 's': {
+        if (b == 't' || b == 'f' || b == '-' || (b >= '0' && b <= '9')) {
+            /* a number or a boolean: its JSON text as written, as Flink keeps it */
+            const uint8_t *start = c->p;
+            Number n;
+            if (b == 't' ? literal(c, "true", 4) < 0
+                : b == 'f' ? literal(c, "false", 5) < 0 : scan_number(c, &n) < 0)
+                return -1;
+            if (reserve(&col->text, c->p - start) < 0)
+                return -2;
+            memcpy(col->text.data + col->text.used, start, (size_t)(c->p - start));
+            col->text.used += c->p - start;
+            break;
+        }
         if (b != '"')
             return -1;
         c->p++;
@@ -960,6 +982,70 @@ static PyObject *as_bytes(const void *data, Py_ssize_t size) {
     return PyBytes_FromStringAndSize((const char *)data, size);
 }
 
+/* The buffers of an Arrow binary array's records [offset, offset + length). */
+typedef struct {
+    Py_buffer validity, offsets, data;
+    int have_validity;
+    Py_ssize_t offset;
+} Batch;
+
+/* Gets the buffers and checks that they hold the records: 0, or -1 with an exception set (what
+ * was got is released by release_batch either way). */
+static int get_batch(Batch *b, PyObject *validity_obj, PyObject *offsets_obj, PyObject *data_obj,
+                     Py_ssize_t offset, Py_ssize_t length) {
+    memset(b, 0, sizeof(*b));
+    b->have_validity = validity_obj != Py_None;
+    b->offset = offset;
+    if (offset < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must not be negative");
+        return -1;
+    }
+    if (b->have_validity && PyObject_GetBuffer(validity_obj, &b->validity, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(offsets_obj, &b->offsets, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(data_obj, &b->data, PyBUF_SIMPLE) < 0)
+        return -1;
+    /* The records need offset + length + 1 offsets (no sum here can overflow: both are at most
+     * the number of offsets) and as many validity bits. */
+    Py_ssize_t n_offsets = b->offsets.len / (Py_ssize_t)sizeof(int32_t);
+    if (n_offsets < 1 || length > n_offsets - 1 || offset > n_offsets - 1 - length ||
+        (b->have_validity && (offset + length + 7) / 8 > b->validity.len)) {
+        PyErr_SetString(PyExc_ValueError, "the buffers are shorter than offset + length");
+        return -1;
+    }
+    return 0;
+}
+
+static void release_batch(Batch *b) {
+    if (b->validity.obj != NULL)
+        PyBuffer_Release(&b->validity);
+    if (b->offsets.obj != NULL)
+        PyBuffer_Release(&b->offsets);
+    if (b->data.obj != NULL)
+        PyBuffer_Release(&b->data);
+}
+
+/* Record i of the batch: 1 with its bytes [*start, *stop), 0 when it is null, -1 when its
+ * offsets point outside the data. Each record's offsets are read once (with memcpy: the buffer
+ * may be any bytes-like object, aligned or not) and checked against the data: a buffer another
+ * thread writes to cannot move a record out of it after the check. */
+static int record_bytes(const Batch *b, Py_ssize_t i, const uint8_t **start,
+                        const uint8_t **stop) {
+    Py_ssize_t at = b->offset + i;
+    if (b->have_validity && !((((const uint8_t *)b->validity.buf)[at >> 3] >> (at & 7)) & 1))
+        return 0;
+    const char *starts = (const char *)b->offsets.buf;
+    int32_t first, last;
+    memcpy(&first, starts + at * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+    memcpy(&last, starts + (at + 1) * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+    if (first < 0 || last < first || last > b->data.len)
+        return -1;
+    *start = (const uint8_t *)b->data.buf + first;
+    *stop = (const uint8_t *)b->data.buf + last;
+    return 1;
+}
+
 /* A batch through the json scanner (csv NULL) or the csv one. */
 static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObject *data_obj,
                             Py_ssize_t offset, Py_ssize_t length, PyObject *columns_obj,
@@ -968,35 +1054,17 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
         PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
         return NULL;
     }
-    if (offset < 0 || length < 0) {
-        PyErr_SetString(PyExc_ValueError, "offset and length must not be negative");
-        return NULL;
-    }
     int n_cols = (int)PyTuple_GET_SIZE(columns_obj);
     Column cols[MAX_COLUMNS];
     memset(cols, 0, sizeof(cols));
-    Py_buffer validity = {0}, offsets = {0}, data = {0};
-    int have_validity = validity_obj != Py_None;
+    Batch batch;
     PyObject *result = NULL;
     uint8_t *decoded = NULL;
-    Py_ssize_t bitmap_size = (length + 7) / 8;
+    Py_ssize_t bitmap_size = 0;
 
-    if (have_validity && PyObject_GetBuffer(validity_obj, &validity, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_SIMPLE) < 0)
+    if (get_batch(&batch, validity_obj, offsets_obj, data_obj, offset, length) < 0)
         goto done;
-    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0)
-        goto done;
-    /* The records [offset, offset + length) need offset + length + 1 offsets (no sum here can
-     * overflow: both are at most the number of offsets) and as many validity bits. */
-    Py_ssize_t n_offsets = offsets.len / (Py_ssize_t)sizeof(int32_t);
-    if (n_offsets < 1 || length > n_offsets - 1 || offset > n_offsets - 1 - length ||
-        (have_validity && (offset + length + 7) / 8 > validity.len)) {
-        PyErr_SetString(PyExc_ValueError, "the buffers are shorter than offset + length");
-        goto done;
-    }
-    /* Offsets are read with memcpy: the buffer may be any bytes-like object, aligned or not. */
-    const char *starts = (const char *)offsets.buf;
+    bitmap_size = (length + 7) / 8;
     for (int j = 0; j < n_cols; j++) {
         PyObject *spec = PyTuple_GET_ITEM(columns_obj, j);
         const char *name, *kind;
@@ -1067,24 +1135,17 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t marks[MAX_COLUMNS];
     for (Py_ssize_t i = 0; i < length && !failed; i++) {
-        Py_ssize_t at = offset + i;
-        int present = !have_validity || (((const uint8_t *)validity.buf)[at >> 3] >> (at & 7)) & 1;
+        const uint8_t *start, *stop;
+        int present = record_bytes(&batch, i, &start, &stop);
         int r = -1;
+        if (present < 0) {
+            failed = 3;
+            bad = offset + i;
+            break;
+        }
         if (present) {
-            /* Each record's offsets read once and checked against the data: a buffer another
-             * thread writes to cannot move a record out of it after the check. */
-            int32_t first, last;
-            memcpy(&first, starts + at * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
-            memcpy(&last, starts + (at + 1) * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
-            if (first < 0 || last < first || last > data.len) {
-                failed = 3;
-                bad = at;
-                break;
-            }
             for (int j = 0; j < n_cols; j++)
                 marks[j] = cols[j].text.used;
-            const uint8_t *start = (const uint8_t *)data.buf + first;
-            const uint8_t *stop = (const uint8_t *)data.buf + last;
             if (csv != NULL) {
                 r = scan_csv_record(start, stop, cols, n_cols, i, csv, &scratch);
             } else {
@@ -1155,12 +1216,7 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
 done:
     free(decoded);
     free_columns(cols, n_cols);
-    if (have_validity && validity.obj != NULL)
-        PyBuffer_Release(&validity);
-    if (offsets.obj != NULL)
-        PyBuffer_Release(&offsets);
-    if (data.obj != NULL)
-        PyBuffer_Release(&data);
+    release_batch(&batch);
     return result;
 }
 
@@ -1178,6 +1234,361 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOnnO", &validity, &offsets, &data, &offset, &length, &columns))
         return NULL;
     return scan_batch(validity, offsets, data, offset, length, columns, NULL);
+}
+
+/*
+ * The json format's exactness pass, for records decoded per record by Spark's JSON reader, which
+ * reads a JSON number through a double where a text is wanted and cannot give a DECIMAL that
+ * overflows as null. A record whose declared fields hold such a number comes out rewritten; the
+ * others are left as they are. Along the table's type tree (nested rows, arrays, maps):
+ *
+ *   STRING: a number is quoted, so its text is what Flink keeps: the number as written.
+ *   DECIMAL(p, s): a number (or a string holding one) of 10^(38 - s) or more becomes null, what
+ *       Flink gives for a value beyond any precision; one with an exponent of 1000 or more in
+ *       magnitude that rounds to zero at scale s becomes 0 (rescaling it costs Spark's reader
+ *       seconds to hours per record); a string with a comma is put in an array, so that Spark's
+ *       reader fails the record as Flink does (it would drop the commas); one whose content has
+ *       spaces around it or escapes is written trimmed and unescaped, as Flink reads it.
+ *
+ * A record that is not one well-formed JSON document is left as it is (its decoding reports it).
+ */
+typedef struct {
+    uint8_t kind;         /* 'R' row, 'A' array, 'M' map, 'S' string, 'D' decimal, 'X' other */
+    uint8_t scale;
+    uint16_t n_children;  /* rows: fields; arrays, maps: 1 (element, value) */
+    uint32_t first_child; /* index of the first child node */
+    uint32_t name_at, name_len; /* the field name of a row's child, in the names buffer */
+} TypeNode;
+
+#define TYPE_NODE_SIZE 16
+#define EXPONENT_LIMIT 1000
+
+typedef struct {
+    const TypeNode *nodes;
+    Py_ssize_t n_nodes;
+    const char *names;
+    const uint8_t *copied; /* the record's bytes before it are in out */
+    Buffer *out;
+    Buffer key;            /* scratch: an unescaped key */
+    int changed;
+} Rewrite;
+
+/* Replaces the bytes [from, to) of the record with text or, text NULL, with the bytes [lo, hi)
+ * between the bytes open and close. */
+static int replace(Rewrite *w, const uint8_t *from, const uint8_t *to, const char *text,
+                   const uint8_t *lo, const uint8_t *hi, char open, char close) {
+    Py_ssize_t kept = from - w->copied;
+    Py_ssize_t inserted = text != NULL ? (Py_ssize_t)strlen(text) : (hi - lo) + 2;
+    if (reserve(w->out, kept + inserted) < 0)
+        return -2;
+    char *o = w->out->data + w->out->used;
+    memcpy(o, w->copied, (size_t)kept);
+    o += kept;
+    if (text != NULL) {
+        memcpy(o, text, (size_t)inserted);
+    } else {
+        *o = open;
+        memcpy(o + 1, lo, (size_t)(hi - lo));
+        o[inserted - 1] = close;
+    }
+    w->out->used += kept + inserted;
+    w->copied = to;
+    w->changed = 1;
+    return 0;
+}
+
+/* The decimal exponent of a number's leading significant digit (INT_MIN for zero). */
+static long leading_exponent(const Number *n) {
+    for (int i = 0; i < n->n_int; i++)
+        if (n->int_digits[i] != '0')
+            return (long)(n->n_int - i - 1) + n->exponent;
+    for (int i = 0; i < n->n_frac; i++)
+        if (n->frac_digits[i] != '0')
+            return (long)(-i - 1) + n->exponent;
+    return LONG_MIN;
+}
+
+/* What a DECIMAL of scale `scale` becomes for a number: NULL (as it is), "null" or "0". */
+static const char *decimal_replacement(const Number *n, int scale) {
+    long lead = leading_exponent(n);
+    if (lead == LONG_MIN)
+        return NULL;
+    if (lead >= 38 - scale)
+        return "null";
+    if (n->exponent <= -EXPONENT_LIMIT && lead < -scale - 1)
+        return "0";
+    return NULL;
+}
+
+/* A string's content as Java's BigDecimal reads it ([+-]digits[.digits][e[+-]digits], one of the
+ * digit runs possibly empty): 0 with n filled, -1 when it is not that. */
+static int decimal_text(const uint8_t *p, const uint8_t *end, Number *n) {
+    memset(n, 0, sizeof(*n));
+    if (p < end && (*p == '+' || *p == '-'))
+        n->negative = *p++ == '-';
+    n->int_digits = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    n->n_int = (int)(p - n->int_digits);
+    if (p < end && *p == '.') {
+        n->frac_digits = ++p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        n->n_frac = (int)(p - n->frac_digits);
+    }
+    if (n->n_int + n->n_frac == 0)
+        return -1;
+    if (p < end && (*p == 'e' || *p == 'E') && scan_exponent(&p, end, n) < 0)
+        return -1;
+    return p == end ? 0 : -1;
+}
+
+static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth);
+
+/* The members of an object or the elements of an array at c->p, each rewritten along its node
+ * (a row's field by name; NULL: not declared, only validated). */
+static int rewrite_container(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
+    uint8_t close = *c->p == '{' ? '}' : ']';
+    if (depth > MAX_DEPTH)
+        return -1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        const TypeNode *child = NULL;
+        if (close == '}') {
+            if (c->p >= c->end || *c->p != '"')
+                return -1;
+            c->p++;
+            w->key.used = 0;
+            int r = scan_string(c, node->kind == 'R' ? &w->key : NULL);
+            if (r < 0)
+                return r;
+            if (node->kind == 'R') {
+                for (uint32_t k = 0; k < node->n_children; k++) {
+                    const TypeNode *field = &w->nodes[node->first_child + k];
+                    if ((Py_ssize_t)field->name_len == w->key.used &&
+                        memcmp(w->names + field->name_at, w->key.data, field->name_len) == 0) {
+                        child = field;
+                        break;
+                    }
+                }
+            } else {
+                child = &w->nodes[node->first_child];
+            }
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return -1;
+            c->p++;
+            skip_ws(c);
+        } else {
+            child = &w->nodes[node->first_child];
+        }
+        int r = child != NULL ? rewrite_value(c, w, child, depth + 1) : skip_value(c, depth + 1);
+        if (r < 0)
+            return r;
+        r = next_member(c, close);
+        if (r <= 0)
+            return r;
+    }
+}
+
+static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
+    if (c->p >= c->end)
+        return -1;
+    uint8_t b = *c->p;
+    int is_number = b == '-' || (b >= '0' && b <= '9');
+    switch (node->kind) {
+    case 'R': case 'M':
+        if (b == '{')
+            return rewrite_container(c, w, node, depth);
+        break;
+    case 'A':
+        if (b == '[')
+            return rewrite_container(c, w, node, depth);
+        break;
+    case 'S':
+        if (is_number) {
+            const uint8_t *start = c->p;
+            Number n;
+            if (scan_number(c, &n) < 0)
+                return -1;
+            return replace(w, start, c->p, NULL, start, c->p, '"', '"');
+        }
+        break;
+    case 'D': {
+        const uint8_t *start = c->p;
+        Number n;
+        const char *text;
+        if (is_number) {
+            if (scan_number(c, &n) < 0)
+                return -1;
+            text = decimal_replacement(&n, node->scale);
+            return text != NULL ? replace(w, start, c->p, text, NULL, NULL, 0, 0) : 0;
+        }
+        if (b != '"')
+            break;
+        /* A string: its content unescaped and trimmed as Java's trim() does, as Flink reads it. */
+        c->p++;
+        const uint8_t *content = c->p;
+        w->key.used = 0;
+        int r = scan_string(c, &w->key);
+        if (r < 0)
+            return r;
+        const uint8_t *lo = (const uint8_t *)w->key.data, *hi = lo + w->key.used;
+        if (w->key.used == 0)
+            return 0;
+        while (lo < hi && *lo <= 0x20)
+            lo++;
+        while (hi > lo && hi[-1] <= 0x20)
+            hi--;
+        if (decimal_text(lo, hi, &n) < 0) {
+            /* Spark's reader drops the commas of a decimal's text, Flink's fails it */
+            if (memchr(lo, ',', (size_t)(hi - lo)) != NULL)
+                return replace(w, start, c->p, NULL, start, c->p, '[', ']');
+            return 0;
+        }
+        text = decimal_replacement(&n, node->scale);
+        if (text != NULL)
+            return replace(w, start, c->p, text, NULL, NULL, 0, 0);
+        if (hi - lo != c->p - 1 - content) /* trimmed, or escaped */
+            return replace(w, start, c->p, NULL, lo, hi, '"', '"');
+        return 0;
+    }
+    }
+    return skip_value(c, depth);
+}
+
+PyDoc_STRVAR(exact_doc,
+    "exact(validity, offsets, data, offset, length, nodes, names) -> (changed, offsets, data)\n\n"
+    "The json format's exactness pass over records [offset, offset + length) of a binary array\n"
+    "(see the source): `nodes` packs the table's type tree (16 bytes a node, the root first),\n"
+    "`names` its field names. Returns the buffers of a binary array, valid where a record was\n"
+    "rewritten.");
+
+static PyObject *exact(PyObject *self, PyObject *args) {
+    PyObject *validity_obj, *offsets_obj, *data_obj;
+    Py_ssize_t offset, length;
+    const char *nodes_buf, *names;
+    Py_ssize_t nodes_len, names_len;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnny#y#", &validity_obj, &offsets_obj, &data_obj, &offset,
+                          &length, &nodes_buf, &nodes_len, &names, &names_len))
+        return NULL;
+    if (nodes_len == 0 || nodes_len % TYPE_NODE_SIZE != 0) {
+        PyErr_SetString(PyExc_ValueError, "the type tree must be whole 16-byte nodes");
+        return NULL;
+    }
+    Py_ssize_t n_nodes = nodes_len / TYPE_NODE_SIZE;
+    TypeNode *nodes = calloc((size_t)n_nodes, sizeof(TypeNode));
+    if (nodes == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n_nodes; i++) {
+        const char *q = nodes_buf + i * TYPE_NODE_SIZE;
+        TypeNode *t = &nodes[i];
+        t->kind = (uint8_t)q[0];
+        t->scale = (uint8_t)q[1];
+        memcpy(&t->n_children, q + 2, 2);
+        memcpy(&t->first_child, q + 4, 4);
+        memcpy(&t->name_at, q + 8, 4);
+        memcpy(&t->name_len, q + 12, 4);
+        int parent = t->kind == 'R' || t->kind == 'A' || t->kind == 'M';
+        if ((parent && (t->first_child <= i || t->first_child > n_nodes ||
+                        t->n_children > n_nodes - t->first_child ||
+                        (t->kind != 'R' && t->n_children != 1))) ||
+            t->name_at > names_len || t->name_len > names_len - t->name_at ||
+            !strchr("RAMSDX", t->kind ? t->kind : '?') || t->scale > 38) {
+            free(nodes);
+            PyErr_Format(PyExc_ValueError, "type tree node %zd is malformed", i);
+            return NULL;
+        }
+    }
+    Batch batch;
+    PyObject *result = NULL;
+    Py_ssize_t bitmap_size = 0;
+    uint8_t *changed = NULL;
+    int32_t *out_offsets = NULL;
+    Buffer out = {0};
+    Rewrite w = {nodes, n_nodes, names, NULL, &out, {0}, 0};
+    if (get_batch(&batch, validity_obj, offsets_obj, data_obj, offset, length) < 0)
+        goto done;
+    bitmap_size = (length + 7) / 8;
+    changed = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
+    out_offsets = malloc(sizeof(int32_t) * (size_t)(length + 1));
+    if (changed == NULL || out_offsets == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int failed = 0;
+    Py_ssize_t bad = 0;
+    out_offsets[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        const uint8_t *start, *stop;
+        int present = record_bytes(&batch, i, &start, &stop);
+        Py_ssize_t mark = out.used;
+        if (present < 0) {
+            failed = 3;
+            bad = offset + i;
+            break;
+        }
+        if (present) {
+            Cursor c = {start, stop};
+            w.copied = start;
+            w.changed = 0;
+            skip_ws(&c);
+            int r = c.p < c.end && *c.p == '{' ? rewrite_value(&c, &w, &nodes[0], 1) : -1;
+            if (r == 0) {
+                skip_ws(&c);
+                r = c.p == c.end ? 0 : -1;
+            }
+            if (r == -2) {
+                failed = 1;
+                break;
+            }
+            if (r == 0 && w.changed) {
+                Py_ssize_t rest = c.end - w.copied;
+                if (reserve(&out, rest) < 0) {
+                    failed = 1;
+                    break;
+                }
+                memcpy(out.data + out.used, w.copied, (size_t)rest);
+                out.used += rest;
+                set_bit(changed, i);
+            } else {
+                out.used = mark;
+            }
+        }
+        if (out.used > INT32_MAX) {
+            failed = 2;
+            break;
+        }
+        out_offsets[i + 1] = (int32_t)out.used;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed == 1)
+        PyErr_NoMemory();
+    else if (failed == 2)
+        PyErr_SetString(PyExc_OverflowError, "the rewritten records exceed 2 GiB in one batch");
+    else if (failed == 3)
+        PyErr_Format(PyExc_ValueError,
+                     "the offsets of record %zd point outside the data buffer (or decrease)", bad);
+    else
+        result = Py_BuildValue("(NNN)", as_bytes(changed, bitmap_size),
+                               as_bytes(out_offsets, sizeof(int32_t) * (length + 1)),
+                               as_bytes(out.data ? out.data : "", out.used));
+
+done:
+    free(nodes);
+    free(changed);
+    free(out_offsets);
+    free(out.data);
+    free(w.key.data);
+    release_batch(&batch);
+    return result;
 }
 
 PyDoc_STRVAR(scan_csv_doc,
@@ -1215,6 +1626,7 @@ static PyObject *scan_csv(PyObject *self, PyObject *args) {
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"scan_csv", scan_csv, METH_VARARGS, scan_csv_doc},
+    {"exact", exact, METH_VARARGS, exact_doc},
     {NULL, NULL, 0, NULL},
 };
 

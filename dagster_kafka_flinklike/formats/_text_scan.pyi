@@ -30,3 +30,16 @@ def scan_csv(
 ) -> tuple[bytes, list[tuple[bytes, ...]]]:
     """As :func:`scan`, for CSV records (``columns`` in field order; ``quote`` and ``escape``
     byte values or -1 for none)."""
+
+def exact(
+    validity: Any,
+    offsets: Any,
+    data: Any,
+    offset: int,
+    length: int,
+    nodes: bytes,
+    names: bytes,
+) -> tuple[bytes, bytes, bytes]:
+    """The json format's exactness pass over ``length`` values of an Arrow binary array (its
+    buffers) along a packed type tree (``nodes``, 16 bytes each, root first; ``names``): the
+    buffers of a binary array valid where a record was rewritten."""

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.types import DataType
 
     from ._arrow_json import NativeJson
+    from ._exact_json import ExactJson
 
 CORRUPT = "__dkf_corrupt_record"
 SNIPPET = 60
@@ -595,6 +596,14 @@ class Json(StagedFormat):
         from ._arrow_json import native_decoder as arrow_decoder
 
         return arrow_decoder(columns, self.settings(options))
+
+    def exact_pass(self, columns: Sequence[Column]) -> ExactJson | None:
+        """The records Spark's JSON reader would not decode as Flink does, rewritten so that it
+        does: a number in a STRING position quoted (Flink keeps it as written), a DECIMAL beyond
+        any precision null (see :mod:`._exact_json`)."""
+        from ._exact_json import exact_json
+
+        return exact_json(columns)
 
     def encode(self, fields: Fields, options: Options) -> SparkColumn:
         """The fields as one JSON object per row (named by each ``Column``), in UTF-8 bytes.

@@ -174,6 +174,9 @@ class DerivedColumn:
     spark_type: DataType
     #: Arrow array of the source field → Arrow array of ``spark_type``, same length.
     compute: Callable[[pa.Array], pa.Array]
+    #: Another derived column (before it): computed only for the records that one left null,
+    #: null for the others.
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,13 @@ class _BatchBuilder:
 
         cache: dict[str, Any] = {}
         built = {f: self._field(f, records, cache) for f in self._first}
-        derived = [d.compute(built[d.source]) for d in self.derived]
+        derived: list[pa.Array] = []
+        for d in self.derived:
+            if d.after is None:
+                derived.append(d.compute(built[d.source]))
+            else:
+                left = derived[self.names.index(d.after) - len(self.fields)].is_null()
+                derived.append(_where(left, d.compute, built[d.source]))
         if self.shed:
             self._shed(built, derived, records, cache)
         arrays = [*(built[f] for f in self.fields), *derived]
@@ -396,6 +405,21 @@ class _BatchBuilder:
             if count:
                 array = pc.if_else(decoded, pa.scalar(None, kind), array)
             built[field] = array
+
+
+def _where(rows: pa.BooleanArray, compute: Callable[[pa.Array], pa.Array], values: pa.Array) -> Any:
+    """``compute`` over the ``values`` of ``rows`` only, null at the other rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = rows.true_count
+    if count == len(values):
+        return compute(values)
+    result = compute(values.filter(rows))
+    if count == 0:
+        return pa.nulls(len(values), result.type)
+    position = pc.subtract(pc.cumulative_sum(rows.cast(pa.int64())), 1)
+    return result.take(pc.if_else(rows, position, pa.scalar(None, pa.int64())))
 
 
 def timestamp_error(kind: int, millis: int) -> str:

@@ -22,7 +22,14 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from .._sessions import per_session
-from ..formats import ChangelogFormat, get_format, is_changelog, native_decoder, needs_headers
+from ..formats import (
+    ChangelogFormat,
+    exact_pass,
+    get_format,
+    is_changelog,
+    native_decoder,
+    needs_headers,
+)
 from ..options import (
     ROW_KIND,
     Column,
@@ -136,13 +143,30 @@ def native_reading(spec: KafkaTableSpec) -> tuple[tuple[DerivedColumn, ...], She
     from pyspark.sql import types as T
 
     derived = native_columns(spec)
+    exact = _exact_columns(spec, {d.name for d in derived})
     sides = {_native(side) for side, *_ in _sides(spec)}
     if not derived or {d.name for d in derived} != sides:
-        return derived, None
+        return (*derived, *exact), None
     shown = {METADATA_FIELDS.get(c.metadata_key or c.name) for c in spec.metadata_columns}
     shed = tuple(f for f in _PER_RECORD_FIELDS if f not in shown)
     size = DerivedColumn(VALUE_BYTES, "value", T.IntegerType(), _value_bytes)
-    return (*derived, size), Shedding(shed, tuple(d.name for d in derived))
+    return (*derived, *exact, size), Shedding(shed, tuple(d.name for d in derived))
+
+
+def _exact_columns(spec: KafkaTableSpec, natives: set[str]) -> tuple[DerivedColumn, ...]:
+    """The sides' records rewritten for the per-record decoding where its format has such a
+    pass (see :func:`..formats.exact_pass`), computed for the records the native decoding left."""
+    from pyspark.sql import types as T
+
+    derived = []
+    for side, fmt, columns, prefix in _sides(spec):
+        if is_changelog(fmt.name):
+            continue
+        rewrite = exact_pass(fmt.name, _unprefixed(columns, prefix))
+        if rewrite is not None:
+            after = _native(side) if _native(side) in natives else None
+            derived.append(DerivedColumn(_exact(side), side, T.BinaryType(), rewrite, after))
+    return tuple(derived)
 
 
 def _value_bytes(values: pa.Array) -> pa.Array:
@@ -154,6 +178,10 @@ def _value_bytes(values: pa.Array) -> pa.Array:
 
 def _native(side: str) -> str:
     return f"__dkf_{side}_native"
+
+
+def _exact(side: str) -> str:
+    return f"__dkf_{side}_exact"
 
 
 def _sides(spec: KafkaTableSpec) -> list[tuple[str, FormatSpec, tuple[Column, ...], str]]:
@@ -221,16 +249,18 @@ def _decode(
     side: str,
     meta: list[str],
     native: bool = False,
+    exact: bool = False,
 ) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn]:
     """Decode the record ``side`` (key or value): its projection stages, its parts (``struct``
     — for a changelog format ``rows`` and ``meta`` instead —, ``error`` with context,
     ``tolerated``) and whether the format yields no row for the record.
 
     With ``native``, the reader decoded the side batch by batch (:func:`native_columns`): the
-    per-record decoding sees only the records that decoding left null."""
+    per-record decoding sees only the records that decoding left null. With ``exact``, it reads
+    the records the reader rewrote for it (:func:`_exact_columns`) as rewritten."""
     from pyspark.sql import functions as F
 
-    raw = F.col(side)
+    raw = F.coalesce(F.col(_exact(side)), F.col(side)) if exact else F.col(side)
     format_ = get_format(fmt.name)
     skipped = format_.skipped(raw, fmt)
     if native:
@@ -322,12 +352,19 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
         raw = raw.filter(parse_header_filter(spec.header_filter).to_column(F.col("headers")))
     meta = format_metadata_keys(spec)
     natives = set(raw.columns) & {_native("key"), _native("value")}
+    exacts = set(raw.columns) & {_exact("key"), _exact("value")}
     raw = _shed_native_values(spec, raw, natives)
     stages: list[dict[str, SparkColumn]] = []
     sides: dict[str, dict[str, SparkColumn]] = {}
     for side, fmt, columns, prefix in _sides(spec):
         side_stages, sides[side], side_no_row = _decode(
-            fmt, columns, prefix, side, meta if side == "value" else [], _native(side) in natives
+            fmt,
+            columns,
+            prefix,
+            side,
+            meta if side == "value" else [],
+            _native(side) in natives,
+            _exact(side) in exacts,
         )
         stages = _merged(stages, side_stages)
         if side == "value":

@@ -233,6 +233,69 @@ def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
     scan_checked(text_scan.scan, *arguments)
 
 
+def pack_tree(tree: tuple[Any, ...]) -> tuple[bytes, bytes]:
+    """A type tree ``(kind, scale, name, children)`` as ``exact`` reads it: 16-byte nodes, root
+    first, each parent's children together; and the names."""
+    nodes: list[list[Any]] = []
+    names = bytearray()
+
+    def add(node: tuple[Any, ...]) -> int:
+        kind, scale, name, _ = node
+        nodes.append([ord(kind), scale, 0, 0, len(names), len(name)])
+        names.extend(name)
+        return len(nodes) - 1
+
+    def children(index: int, node: tuple[Any, ...]) -> None:
+        kids = node[3]
+        nodes[index][2:4] = [len(kids), len(nodes)]
+        first = len(nodes)
+        for kid in kids:
+            add(kid)
+        for offset, kid in enumerate(kids):
+            children(first + offset, kid)
+
+    children(add(tree), tree)
+    return b"".join(struct.pack("<BBHIII", *n) for n in nodes), bytes(names)
+
+
+_leaf = st.tuples(st.sampled_from("SDX"), st.integers(0, 38), st.sampled_from(_NAMES), st.just(()))
+_tree = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.tuples(st.just("R"), st.just(0), st.sampled_from(_NAMES),
+                  st.lists(inner, max_size=4).map(tuple)),
+        st.tuples(st.sampled_from("AM"), st.just(0), st.sampled_from(_NAMES),
+                  inner.map(lambda kid: (kid,))),
+    ),
+    max_leaves=8,
+)  # fmt: skip
+
+
+@PROPERTY
+@given(
+    arguments=batches(csv=False), tree=_tree, how=st.integers(0, 15), made_up=st.binary(max_size=80)
+)
+def test_exact(
+    arguments: tuple[tuple[Any, ...], bool], tree: Any, how: int, made_up: bytes
+) -> None:
+    (validity, offsets, data, start, length, _), valid = arguments
+    nodes, names = pack_tree(tree)
+    if how == 0:
+        nodes, valid = made_up, False
+    elif how == 1:
+        names, valid = names[: len(names) // 2], False
+    call = (validity, offsets, data, start, length, nodes, names)
+    note("exact", *call)
+    try:
+        changed, out_offsets, out_data = text_scan.exact(*call)
+    except ARGUMENT_ERRORS:
+        assert not valid, call
+        return
+    assert len(changed) == (length + 7) // 8
+    ends = struct.unpack(f"<{length + 1}i", out_offsets)
+    assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(out_data)
+
+
 _BYTE = st.one_of(st.sampled_from([44, 59, 34, 39, 92, 9, 35, -1, 0, 127]), st.integers(-300, 300))
 
 
@@ -346,6 +409,6 @@ def test_message_fields(
 
 
 if __name__ == "__main__":
-    for test in (test_scan, test_scan_csv, test_message_fields):
+    for test in (test_scan, test_scan_csv, test_exact, test_message_fields):
         test()
         print(f"{test.__name__}: {EXAMPLES} examples", flush=True)

@@ -132,8 +132,9 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
         b'{"t": 128}',
         b'{"s": 32768}',
         b'{"i": -2147483649}',
-        b'{"name": 5}',  # a number into a STRING column: Flink keeps its text
         b'{"name": {"a": 1}}',
+        b'{"name": [1]}',
+        b'{"name": 01}',
         b'{"ok": "true"}',
         b'{"ok": 1}',
         b'{"amount": "1.5"}',
@@ -148,6 +149,15 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
 )
 def test_records_the_scanner_leaves_to_the_next_decoders(value: bytes | None) -> None:
     assert scanned([b'{"id": 1}', value, b'{"id": 3}']) == [True, False, True]
+
+
+def test_a_number_or_a_boolean_into_a_string_column_is_its_text_as_written() -> None:
+    values = [b'{"name": 1.50}', b'{"name": -0}', b'{"name": 1E+2}', b'{"name": true}',
+              b'{"name": false, "id": 7}', b'{"name": 12345678901234567890.5e-3}']  # fmt: skip
+    assert scanned(values) == [True] * len(values)
+    assert [r["name"] for r in decode(values)] == [
+        "1.50", "-0", "1E+2", "true", "false", "12345678901234567890.5e-3"
+    ]  # fmt: skip
 
 
 def test_records_the_scanner_leaves_are_decoded_by_arrow_where_it_can() -> None:

@@ -1,0 +1,246 @@
+"""The ``json`` format's exactness pass: records rewritten where Spark's JSON reader would not
+give Flink's result, before it reads them.
+
+Spark's reader gives a JSON number read into a STRING column through a double (``1.50`` becomes
+``1.5``, ``1e2`` becomes ``100.0``), while Flink keeps the number as written; it fails a record
+with a number beyond DECIMAL(38), where Flink gives null; it reads a DECIMAL string with commas
+(dropping them) or spaces around it (failing it), where Flink fails the first and trims the
+second; and rescaling a DECIMAL with an exponent of millions costs its task hours. The reader's
+tasks run this pass on the records that the native decoding left (see :mod:`._arrow_json`),
+where the bytes are. Along the table's type tree (nested rows, arrays and maps too):
+
+- a number in a STRING position is quoted;
+- a DECIMAL of 10^(38 - scale) or more becomes ``null``, and one with a huge negative exponent
+  that rounds to zero becomes ``0``;
+- a DECIMAL string is written trimmed and unescaped, or, with a comma, put in an array, so
+  that Spark's reader fails the record as Flink does.
+
+Only records that change are given (the rest are null), and only to the per-record decoding:
+the record's own bytes stay what errors and samples show.
+
+The pass is C (``_text_scan.exact``) where the package was built with a compiler, Python
+otherwise, with the same results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..options import Column, FlinkType
+from ._scanners import TEXT_TYPES, scanner
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+#: A DECIMAL's exponent from which a value that rounds to zero is written as 0.
+EXPONENT_LIMIT = 1000
+_NODE = struct.Struct("<BBHIII")
+#: What Java's String.trim() removes around a text.
+_JAVA_SPACE = "".join(map(chr, range(0x21)))
+#: A decimal's text as Java's BigDecimal reads it (one of the digit runs may be empty).
+_DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+
+
+def _kind(t: FlinkType) -> str:
+    if t.name in TEXT_TYPES:
+        return "S"
+    if t.name == "DECIMAL":
+        return "D"
+    if t.name == "ROW":
+        return "R"
+    if t.name in ("ARRAY", "MULTISET"):
+        return "A"
+    if t.name == "MAP":
+        return "M"
+    return "X"
+
+
+def _matters(t: FlinkType) -> bool:
+    """Whether a value of type ``t`` has a STRING or DECIMAL position."""
+    kind = _kind(t)
+    if kind in "SD":
+        return True
+    children = t.children[1:] if kind == "M" else t.children
+    return any(_matters(c) for c in children)
+
+
+def _scale(t: FlinkType) -> int:
+    return t.params[1] if len(t.params) > 1 else 0
+
+
+class ExactJson:
+    """The exactness pass over a batch of JSON values for a table's columns: a binary array,
+    the rewritten record where one changed, null elsewhere (picklable: built on the driver, run
+    in the tasks)."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        root = FlinkType(
+            "ROW", (), tuple(c.flink_type for c in columns), tuple(c.name for c in columns)
+        )
+        self.root = root
+        self.nodes, self.names = _pack(root)
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        module = scanner()
+        if module is None:
+            return pa.array([_exact_python(v, self.root) for v in values.to_pylist()], pa.binary())
+        validity, offsets, data = values.buffers()
+        assert offsets is not None and data is not None
+        changed, out_offsets, out_data = module.exact(
+            validity, offsets, data, values.offset, len(values), self.nodes, self.names
+        )
+        buffers = [pa.py_buffer(changed), pa.py_buffer(out_offsets), pa.py_buffer(out_data)]
+        return pa.Array.from_buffers(pa.binary(), len(values), buffers)
+
+
+def exact_json(columns: Sequence[Column]) -> ExactJson | None:
+    """The pass for ``columns``; None when they have no STRING or DECIMAL position."""
+    if not any(_matters(c.flink_type) for c in columns):
+        return None
+    return ExactJson(columns)
+
+
+def _pack(root: FlinkType) -> tuple[bytes, bytes]:
+    """The type tree as the C pass reads it: 16-byte nodes, root first, each parent's children
+    together; and the row fields' names."""
+    nodes: list[list[Any]] = []
+    names = bytearray()
+
+    def add(t: FlinkType, name: str) -> int:
+        encoded = name.encode("utf-8", "surrogatepass")
+        nodes.append([_kind(t), _scale(t) if t.name == "DECIMAL" else 0, 0, 0, len(names)])
+        names.extend(encoded)
+        nodes[-1].append(len(encoded))
+        return len(nodes) - 1
+
+    def children(index: int, t: FlinkType) -> None:
+        kind = nodes[index][0]
+        if kind not in "RAM":
+            return
+        kids = list(zip(t.field_names, t.children, strict=True)) if kind == "R" else []
+        if kind == "A":
+            kids = [("", t.children[0])]
+        if kind == "M":
+            kids = [("", t.children[1])]
+        first = len(nodes)
+        nodes[index][2], nodes[index][3] = len(kids), first
+        for name, child in kids:
+            add(child, name)
+        for offset, (_, child) in enumerate(kids):
+            children(first + offset, child)
+
+    children(add(root, ""), root)
+    packed = b"".join(_NODE.pack(ord(k), s, n, f, at, size) for k, s, n, f, at, size in nodes)
+    return packed, bytes(names)
+
+
+class _Number(str):
+    """A JSON number as written."""
+
+
+class _Object(list):  # type: ignore[type-arg]
+    """A JSON object's members in order, duplicates kept."""
+
+
+def _reject(token: str) -> Any:
+    raise ValueError(token)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_Object,
+    parse_float=_Number,
+    parse_int=_Number,
+    parse_constant=_reject,
+)
+
+
+def _exact_python(value: bytes | None, root: FlinkType) -> bytes | None:
+    """The pass over one record (see the module's docstring): None when it does not change."""
+    if value is None:
+        return None
+    try:
+        document = _DECODER.decode(value.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, _Object):
+        return None
+    changed = [False]
+    try:
+        rewritten = _rewrite(document, root, changed)
+        if not changed[0]:
+            return None
+        return _dumps(rewritten).encode("utf-8", "surrogatepass")
+    except RecursionError:
+        return None
+
+
+def _decimal_replacement(text: str, scale: int) -> Any:
+    """What a DECIMAL of ``scale`` becomes for a number's text: ``text`` itself, None or 0."""
+    found = _DECIMAL.fullmatch(text)
+    if found is None or not (found.group(1) or found.group(2)):
+        return text
+    whole, fraction = found.group(1), found.group(2) or ""
+    exponent = int(found.group(3) or 0)
+    significant = whole.lstrip("0")
+    if not (significant or fraction.strip("0")):
+        return text  # zero
+    if significant:
+        lead = len(significant) - 1 + exponent
+    else:
+        lead = -(len(fraction) - len(fraction.lstrip("0")) + 1) + exponent
+    if lead >= 38 - scale:
+        return None
+    if exponent <= -EXPONENT_LIMIT and lead < -scale - 1:
+        return _Number("0")
+    return text
+
+
+def _rewrite(value: Any, t: FlinkType, changed: list[bool]) -> Any:
+    kind = _kind(t)
+    if kind == "R" and isinstance(value, _Object):
+        fields = dict(zip(t.field_names, t.children, strict=True))
+        return _Object((k, _rewrite(v, fields[k], changed) if k in fields else v) for k, v in value)
+    if kind == "M" and isinstance(value, _Object):
+        return _Object((k, _rewrite(v, t.children[1], changed)) for k, v in value)
+    if kind == "A" and isinstance(value, list) and not isinstance(value, _Object):
+        return [_rewrite(v, t.children[0], changed) for v in value]
+    if kind == "S" and isinstance(value, _Number):
+        changed[0] = True
+        return str(value)
+    if kind == "D" and isinstance(value, _Number):
+        replaced = _decimal_replacement(value, _scale(t))
+        changed[0] = changed[0] or replaced is not value
+        return replaced
+    if kind == "D" and isinstance(value, str) and value:
+        trimmed = value.strip(_JAVA_SPACE)
+        found = _DECIMAL.fullmatch(trimmed)
+        if not (found and (found.group(1) or found.group(2))):
+            if "," not in trimmed:
+                return value
+            changed[0] = True
+            return [value]  # Spark's reader would drop the commas: it fails an array, as Flink
+        replaced = _decimal_replacement(trimmed, _scale(t))
+        if replaced is trimmed and trimmed == value:
+            return value
+        changed[0] = True
+        return replaced
+    return value
+
+
+def _dumps(value: Any) -> str:
+    if isinstance(value, _Object):
+        return "{" + ",".join(f"{json.dumps(k)}:{_dumps(v)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dumps(v) for v in value) + "]"
+    if isinstance(value, _Number):
+        return str(value)
+    return json.dumps(value)
+
+
+__all__ = ["EXPONENT_LIMIT", "ExactJson", "exact_json"]

@@ -1,0 +1,113 @@
+"""The json format's exactness pass (``formats/_exact_json.py``, ``_text_scan.exact``): which
+records it rewrites and how, and the C pass and the Python one giving the same documents."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from dagster_kafka_flinklike.formats._exact_json import ExactJson, _exact_python, exact_json
+from dagster_kafka_flinklike.formats._scanners import scanner
+from dagster_kafka_flinklike.options import Column
+
+COLUMNS = [
+    Column("id", "INT"),
+    Column("s", "STRING"),
+    Column("p", "DECIMAL(10, 2)"),
+    Column("r", "ROW<a STRING, b ARRAY<STRING>, d DECIMAL(5, 1)>"),
+    Column("m", "MAP<STRING, STRING>"),
+    Column("n", "MAP<INT, ARRAY<DECIMAL(38, 0)>>"),
+]
+CASES = [
+    # a number in a STRING position: quoted, as written
+    (b'{"id": 1, "s": 1.50}', {"id": 1, "s": "1.50"}),
+    (b'{"s": -0, "r": {"a": 1e2, "b": [1.0, "x", 2]}}',
+     {"s": "-0", "r": {"a": "1e2", "b": ["1.0", "x", "2"]}}),
+    (b'{"m": {"k": 1.50, "j": "1.50"}}', {"m": {"k": "1.50", "j": "1.50"}}),
+    # a DECIMAL beyond any precision: null; a huge negative exponent: 0
+    (b'{"p": 1e400}', {"p": None}),
+    (b'{"p": "+1e40"}', {"p": None}),
+    (b'{"p": 1.5e-99999999}', {"p": 0}),
+    (b'{"r": {"d": 12345678901234567890123456789012345678}}', {"r": {"d": None}}),
+    (b'{"n": {"1": [1e38, 1e37, "1e38"]}}', {"n": {"1": [None, 1e37, None]}}),
+    # a DECIMAL string trimmed; with a comma, in an array (the record fails)
+    (b'{"p": " 12.5 "}', {"p": "12.5"}),
+    (b'{"p": "1,000"}', {"p": ["1,000"]}),
+    # nothing to change
+    (b'{"id": 1, "s": "1.50", "p": 1.5}', None),
+    (b'{"p": 0e99999999, "other": 1e400, "r": {"a": {"x": 1.50}}}', None),
+    (b'{"p": 99999999.995, "s": true}', None),
+    (b'{"p": "  "}', None),
+    # not one JSON object: left to the decoding, which reports it
+    (b'{"s": 1.5', None),
+    (b'{"s": 1.50} x', None),
+    (b'{"s": 01}', None),
+    (b"[1.5]", None),
+    (None, None),
+]  # fmt: skip
+
+
+def _decoded(value: bytes | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+@pytest.mark.parametrize("python", [False, True])
+def test_the_pass_rewrites_what_spark_would_read_otherwise(python: bool, monkeypatch: Any) -> None:
+    if python:
+        monkeypatch.setattr("dagster_kafka_flinklike.formats._exact_json.scanner", lambda: None)
+    else:
+        assert scanner() is not None, "the C modules are built with the package here"
+    rewrite = exact_json(COLUMNS)
+    assert isinstance(rewrite, ExactJson)
+    values = pa.array([record for record, _ in CASES], pa.binary())
+    out = rewrite(values).to_pylist()
+    assert [_decoded(v) for v in out] == [expected for _, expected in CASES]
+    # an array that starts inside its buffers
+    assert rewrite(values.slice(3, 5)).to_pylist() == out[3:8]
+
+
+def test_a_table_without_string_or_decimal_positions_has_no_pass() -> None:
+    assert exact_json([Column("id", "INT"), Column("m", "MAP<STRING, BIGINT>")]) is None
+    assert exact_json([Column("m", "MAP<STRING, DECIMAL(3, 1)>")]) is not None
+
+
+_TOKENS = [
+    "1.50", "-0", "1e2", "1E+400", "1.5e-99999999", "0e99999", "12345678901234567890123456789",
+    '"1.50"', '" 12 "', '"1,000"', '"+1e40"', '"x"', "true", "null", "[]", "{}", '"\\u0031"',
+]  # fmt: skip
+
+
+def _value(rng: random.Random, depth: int = 0) -> str:
+    roll = rng.random()
+    if depth < 3 and roll < 0.15:
+        keys = ["a", "b", "d", "k"]
+        return "{" + ", ".join(f'"{rng.choice(keys)}": {_value(rng, depth + 1)}'
+                               for _ in range(rng.randrange(4))) + "}"  # fmt: skip
+    if depth < 3 and roll < 0.3:
+        return "[" + ", ".join(_value(rng, depth + 1) for _ in range(rng.randrange(4))) + "]"
+    return rng.choice(_TOKENS)
+
+
+def test_the_c_pass_and_the_python_pass_give_the_same_documents(monkeypatch: Any) -> None:
+    rng = random.Random(7)
+    names = [c.name for c in COLUMNS] + ["other"]
+    records = [
+        ("{" + ", ".join(f'"{rng.choice(names)}": {_value(rng)}' for _ in range(rng.randrange(6)))
+         + "}").encode()
+        for _ in range(3000)
+    ]  # fmt: skip
+    rewrite = exact_json(COLUMNS)
+    assert rewrite is not None
+    native = rewrite(pa.array(records, pa.binary())).to_pylist()
+    python = [_exact_python(r, rewrite.root) for r in records]
+    differ = [
+        (r, n, p)
+        for r, n, p in zip(records, native, python, strict=True)
+        if _decoded(n or r) != _decoded(p or r)
+    ]
+    assert not differ, differ[:5]
+    assert sum(n is not None for n in native) > 500  # the corpus meets the pass
