@@ -30,7 +30,6 @@ import inspect
 import json
 import math
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -66,11 +65,6 @@ JOB_TIMEOUT_S = float(os.environ.get("FUZZ_JOB_TIMEOUT", "1800"))
 #: The optimizer rule that would evaluate the decoding on the driver, interpreted, because the
 #: batch is a local table here: without it, the tasks run it, compiled, as a run's tasks do.
 _LOCAL_RELATION = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
-#: An open bug, not fixed here (see README "Fuzzing"): Spark's JSON reader, asked for a DECIMAL,
-#: rescales a number with an exponent of millions (``1.5e-99999999``) digit by digit: such a
-#: record costs its task seconds (10^6) to hours (10^8). It is a failure, not sent to Spark.
-OPEN_BUG = "open bug: a JSON DECIMAL with an exponent of millions holds Spark's task"
-_HUGE_EXPONENT = rb'\s*:\s*"?[+-]?[0-9.]*[eE][+-]?0*[1-9][0-9]{6,8}(?![0-9])'
 
 
 @dataclass
@@ -805,7 +799,6 @@ class Decoders(Target):
         self.spark = spark
         #: Whether a Spark job did not finish (the target then checks nothing more).
         self.stalled = False
-        self._open_bug_patterns: dict[str, re.Pattern[bytes] | None] = {}
         self.tables = self.make_tables()
         self.batch = batch or (SPARK_BATCH if spark else DRIVER_BATCH)
         seed_random = __import__("random").Random(0)
@@ -859,14 +852,8 @@ class Decoders(Target):
         for i, case in enumerate(cases):
             groups.setdefault(case[0], []).append(i)
         findings: list[Finding] = []
-        for table_index, all_indices in sorted(groups.items()):
+        for table_index, indices in sorted(groups.items()):
             table = self.tables[table_index]
-            indices = []
-            for i in all_indices:
-                if self._meets_open_bug(table, cases[i]):
-                    findings.append(Finding(i, OPEN_BUG, f"[{table.name}] not run"))
-                else:
-                    indices.append(i)
             if self.stalled:
                 counts.add("unchecked", len(indices))
                 continue
@@ -882,32 +869,6 @@ class Decoders(Target):
                 Finding(indices[f.index], f.kind, f"[{table.name}] {f.message}") for f in found
             ]
         return findings
-
-    def _meets_open_bug(self, table: Table, case: Any) -> bool:
-        """Whether a record meets :data:`OPEN_BUG`: a DECIMAL field of a JSON side (by its name)
-        followed by a number with such an exponent."""
-        if table.name not in self._open_bug_patterns:
-            names: set[str] = set()
-
-            def walk(t: FlinkType, name: str) -> None:
-                if t.name == "DECIMAL":
-                    names.add(name)
-                children = t.field_names or (name,) * len(t.children)
-                for child, child_name in zip(t.children, children, strict=True):
-                    walk(child, child_name)
-
-            spec = table.spec
-            formats = {f.name for f in (spec.key_format, spec.value_format) if f is not None}
-            for column in spec.physical_columns if "json" in formats else ():
-                walk(column.flink_type, column.name)
-            keys = b"|".join(re.escape(n.encode()) for n in sorted(names))
-            self._open_bug_patterns[table.name] = (
-                re.compile(rb'"(?:' + keys + rb')"' + _HUGE_EXPONENT) if names else None
-            )
-        pattern = self._open_bug_patterns[table.name]
-        if pattern is None:
-            return False
-        return any(side is not None and pattern.search(side) for side in (case[1], case[2]))
 
     def _reader_check(
         self, table: Table, cases: list[Any], counts: Counts
