@@ -95,15 +95,20 @@ def native_decoder(
     return get_format(name).native_decoder(columns, options)
 
 
-def exact_pass(name: str, columns: Sequence[Column]) -> Callable[[pa.Array], pa.Array] | None:
+def exact_pass(
+    name: str,
+    columns: Sequence[Column],
+    options: FormatSpec | Mapping[str, Any],
+    metadata: Sequence[str] = (),
+) -> Callable[[pa.Array], pa.Array] | None:
     """Format ``name``'s rewrite of the records its per-record decoding reads, if it has one
     (see :meth:`~.base.Format.exact_pass`).
 
     Example:
-        >>> exact_pass("raw", []) is None
+        >>> exact_pass("raw", [], {}) is None
         True
     """
-    return get_format(name).exact_pass(columns)
+    return get_format(name).exact_pass(columns, options, metadata)
 
 
 __all__ = [

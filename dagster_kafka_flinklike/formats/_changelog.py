@@ -29,6 +29,7 @@ from .json import FORMAT as JSON
 from .json import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import Column as SparkColumn
 
 
@@ -323,6 +324,15 @@ class JsonChangelogFormat(ChangelogFormat):
         """The envelope's fields to parse: the images of ``columns``, the operation, and what
         the ``metadata`` keys need."""
         raise NotImplementedError
+
+    def exact_pass(
+        self, columns: Sequence[Column], options: Options, metadata: Sequence[str] = ()
+    ) -> Callable[[pa.Array], pa.Array] | None:
+        """The ``json`` format's pass over the envelope, as Flink's node-based reading (which
+        its changelog formats use) gives a number in a STRING (see :mod:`._exact_json`)."""
+        from ._exact_json import exact_json
+
+        return exact_json(self.envelope(columns, metadata, options), node=True)
 
     def interpret(
         self,

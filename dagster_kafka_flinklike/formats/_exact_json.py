@@ -77,33 +77,38 @@ class ExactJson:
     the rewritten record where one changed, null elsewhere (picklable: built on the driver, run
     in the tasks)."""
 
-    def __init__(self, columns: Sequence[Column]) -> None:
+    def __init__(self, columns: Sequence[Column], node: bool = False) -> None:
         root = FlinkType(
             "ROW", (), tuple(c.flink_type for c in columns), tuple(c.name for c in columns)
         )
         self.root = root
         self.nodes, self.names = _pack(root)
+        #: Flink's node-based reading (the changelog formats' envelopes) instead of its
+        #: parser-based one (the ``json`` format).
+        self.node = node
 
     def __call__(self, values: pa.Array) -> pa.Array:
         import pyarrow as pa
 
         module = scanner()
         if module is None:
-            return pa.array([_exact_python(v, self.root) for v in values.to_pylist()], pa.binary())
+            rewritten = [_exact_python(v, self.root, self.node) for v in values.to_pylist()]
+            return pa.array(rewritten, pa.binary())
         validity, offsets, data = values.buffers()
         assert offsets is not None and data is not None
         changed, out_offsets, out_data = module.exact(
-            validity, offsets, data, values.offset, len(values), self.nodes, self.names
+            validity, offsets, data, values.offset, len(values), self.nodes, self.names, self.node
         )
         buffers = [pa.py_buffer(changed), pa.py_buffer(out_offsets), pa.py_buffer(out_data)]
         return pa.Array.from_buffers(pa.binary(), len(values), buffers)
 
 
-def exact_json(columns: Sequence[Column]) -> ExactJson | None:
-    """The pass for ``columns``; None when they have no STRING or DECIMAL position."""
+def exact_json(columns: Sequence[Column], node: bool = False) -> ExactJson | None:
+    """The pass for ``columns`` (``node``: as Flink's node-based reading); None when they have
+    no STRING or DECIMAL position."""
     if not any(_matters(c.flink_type) for c in columns):
         return None
-    return ExactJson(columns)
+    return ExactJson(columns, node)
 
 
 def _pack(root: FlinkType) -> tuple[bytes, bytes]:
@@ -160,7 +165,7 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _exact_python(value: bytes | None, root: FlinkType) -> bytes | None:
+def _exact_python(value: bytes | None, root: FlinkType, node: bool = False) -> bytes | None:
     """The pass over one record (see the module's docstring): None when it does not change."""
     if value is None:
         return None
@@ -172,7 +177,7 @@ def _exact_python(value: bytes | None, root: FlinkType) -> bytes | None:
         return None
     changed = [False]
     try:
-        rewritten = _rewrite(document, root, changed)
+        rewritten = _rewrite(document, root, changed, node)
         if not changed[0]:
             return None
         return _dumps(rewritten).encode("utf-8", "surrogatepass")
@@ -201,24 +206,50 @@ def _decimal_replacement(text: str, scale: int) -> Any:
     return text
 
 
-def _rewrite(value: Any, t: FlinkType, changed: list[bool]) -> Any:
+def _node_text(number: str) -> str | None:
+    """A number's text as Flink's node-based reading gives it for a STRING: an integer as
+    written (a zero as ``0``), any other number as Java's
+    ``BigDecimal.stripTrailingZeros().toString()`` (the same notation as Python's ``Decimal``);
+    None for an exponent of 100000 or more in magnitude (left as it is, as the C pass does)."""
+    from decimal import Decimal
+
+    found = _DECIMAL.fullmatch(number)
+    if found is None or abs(int(found.group(3) or 0)) >= 100000:
+        return None
+    sign, digits, exponent = Decimal(number).as_tuple()
+    if not any(digits):
+        return "0"
+    if found.group(2) is None and found.group(3) is None:
+        return str(number)
+    assert isinstance(exponent, int)
+    while digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    return str(Decimal((sign, digits, exponent)))
+
+
+def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: bool) -> Any:
     kind = _kind(t)
     if kind == "R" and isinstance(value, _Object):
         fields = dict(zip(t.field_names, t.children, strict=True))
-        return _Object((k, _rewrite(v, fields[k], changed) if k in fields else v) for k, v in value)
+        return _Object(
+            (k, _rewrite(v, fields[k], changed, node) if k in fields else v) for k, v in value
+        )
     if kind == "M" and isinstance(value, _Object):
-        return _Object((k, _rewrite(v, t.children[1], changed)) for k, v in value)
+        return _Object((k, _rewrite(v, t.children[1], changed, node)) for k, v in value)
     if kind == "A" and isinstance(value, list) and not isinstance(value, _Object):
-        return [_rewrite(v, t.children[0], changed) for v in value]
+        return [_rewrite(v, t.children[0], changed, node) for v in value]
     if kind == "S" and isinstance(value, _Number):
+        text = _node_text(value) if node else str(value)
+        if text is None:
+            return value
         changed[0] = True
-        return str(value)
+        return text
     if kind == "D" and isinstance(value, _Number):
         replaced = _decimal_replacement(value, _scale(t))
         changed[0] = changed[0] or replaced is not value
         return replaced
     if kind == "D" and isinstance(value, str) and value:
-        trimmed = value.strip(_JAVA_SPACE)
+        trimmed = value if node else value.strip(_JAVA_SPACE)
         found = _DECIMAL.fullmatch(trimmed)
         if not (found and (found.group(1) or found.group(2))):
             if "," not in trimmed:

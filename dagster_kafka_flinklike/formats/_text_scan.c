@@ -1250,6 +1250,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  *       reader fails the record as Flink does (it would drop the commas); one whose content has
  *       spaces around it or escapes is written trimmed and unescaped, as Flink reads it.
  *
+ * In node mode (Flink's node-based reading, which its changelog formats' envelopes go through)
+ * a number in a STRING position is quoted as that reading gives it (see node_number_text) and a
+ * DECIMAL string is not trimmed.
+ *
  * A record that is not one well-formed JSON document is left as it is (its decoding reports it).
  */
 typedef struct {
@@ -1271,6 +1275,8 @@ typedef struct {
     Buffer *out;
     Buffer key;            /* scratch: an unescaped key */
     int changed;
+    int node_mode;         /* Flink's node-based reading (the changelog formats' envelopes) */
+    Buffer text;           /* scratch: a number's text as Flink gives it */
 } Rewrite;
 
 /* Replaces the bytes [from, to) of the record with text or, text NULL, with the bytes [lo, hi)
@@ -1343,6 +1349,73 @@ static int decimal_text(const uint8_t *p, const uint8_t *end, Number *n) {
     return p == end ? 0 : -1;
 }
 
+/* A number's text as Flink's node-based JSON reading gives it for a STRING: an integer as
+ * written (a zero as "0"), any other number as Java's BigDecimal.stripTrailingZeros().toString().
+ * Returns 1 (into w->text), 0 to leave the number as it is (an exponent at the cap), -2 out of
+ * memory. */
+static int node_number_text(const Number *n, Buffer *out) {
+    out->used = 0;
+    if (n->exponent >= 100000 || n->exponent <= -100000)
+        return 0;
+    Py_ssize_t total = n->n_int + n->n_frac, first = -1, last = -1;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        uint8_t d = i < n->n_int ? n->int_digits[i] : n->frac_digits[i - n->n_int];
+        if (d != '0') {
+            if (first < 0)
+                first = i;
+            last = i;
+        }
+    }
+    if (reserve(out, total + 32) < 0)
+        return -2;
+    char *o = out->data;
+    if (first < 0) {
+        o[0] = '0';
+        out->used = 1;
+        return 1;
+    }
+    Py_ssize_t k = 0;
+    if (n->negative)
+        o[k++] = '-';
+    if (n->frac_digits == NULL && !n->has_exponent) {
+        memcpy(o + k, n->int_digits, (size_t)n->n_int);
+        out->used = k + n->n_int;
+        return 1;
+    }
+    long scale = -((long)n->n_int - 1 - (long)last + n->exponent);
+    long length = (long)(last - first + 1);
+    long adjusted = -scale + length - 1;
+#define DIGIT(j) ((first + (j)) < n->n_int ? n->int_digits[first + (j)] \
+                                            : n->frac_digits[first + (j) - n->n_int])
+    if (scale >= 0 && adjusted >= -6) {
+        if (length > scale) {
+            for (long j = 0; j < length; j++) {
+                if (j == length - scale)
+                    o[k++] = '.';
+                o[k++] = (char)DIGIT(j);
+            }
+        } else {
+            o[k++] = '0';
+            o[k++] = '.';
+            for (long j = 0; j < scale - length; j++)
+                o[k++] = '0';
+            for (long j = 0; j < length; j++)
+                o[k++] = (char)DIGIT(j);
+        }
+    } else {
+        o[k++] = (char)DIGIT(0);
+        if (length > 1) {
+            o[k++] = '.';
+            for (long j = 1; j < length; j++)
+                o[k++] = (char)DIGIT(j);
+        }
+        k += snprintf(o + k, 24, adjusted > 0 ? "E+%ld" : "E%ld", adjusted);
+    }
+#undef DIGIT
+    out->used = k;
+    return 1;
+}
+
 static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth);
 
 /* The members of an object or the elements of an array at c->p, each rewritten along its node
@@ -1371,7 +1444,8 @@ static int rewrite_container(Cursor *c, Rewrite *w, const TypeNode *node, int de
                 for (uint32_t k = 0; k < node->n_children; k++) {
                     const TypeNode *field = &w->nodes[node->first_child + k];
                     if ((Py_ssize_t)field->name_len == w->key.used &&
-                        memcmp(w->names + field->name_at, w->key.data, field->name_len) == 0) {
+                        (field->name_len == 0 ||
+                         memcmp(w->names + field->name_at, w->key.data, field->name_len) == 0)) {
                         child = field;
                         break;
                     }
@@ -1416,7 +1490,13 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
             Number n;
             if (scan_number(c, &n) < 0)
                 return -1;
-            return replace(w, start, c->p, NULL, start, c->p, '"', '"');
+            if (!w->node_mode)
+                return replace(w, start, c->p, NULL, start, c->p, '"', '"');
+            int r = node_number_text(&n, &w->text);
+            if (r <= 0)
+                return r;
+            const uint8_t *text = (const uint8_t *)w->text.data;
+            return replace(w, start, c->p, NULL, text, text + w->text.used, '"', '"');
         }
         break;
     case 'D': {
@@ -1441,9 +1521,9 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
         const uint8_t *lo = (const uint8_t *)w->key.data, *hi = lo + w->key.used;
         if (w->key.used == 0)
             return 0;
-        while (lo < hi && *lo <= 0x20)
+        while (!w->node_mode && lo < hi && *lo <= 0x20) /* the node-based reading does not trim */
             lo++;
-        while (hi > lo && hi[-1] <= 0x20)
+        while (!w->node_mode && hi > lo && hi[-1] <= 0x20)
             hi--;
         if (decimal_text(lo, hi, &n) < 0) {
             /* Spark's reader drops the commas of a decimal's text, Flink's fails it */
@@ -1463,7 +1543,8 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
 }
 
 PyDoc_STRVAR(exact_doc,
-    "exact(validity, offsets, data, offset, length, nodes, names) -> (changed, offsets, data)\n\n"
+    "exact(validity, offsets, data, offset, length, nodes, names, node_mode=False)\n"
+    "    -> (changed, offsets, data)\n\n"
     "The json format's exactness pass over records [offset, offset + length) of a binary array\n"
     "(see the source): `nodes` packs the table's type tree (16 bytes a node, the root first),\n"
     "`names` its field names. Returns the buffers of a binary array, valid where a record was\n"
@@ -1474,9 +1555,10 @@ static PyObject *exact(PyObject *self, PyObject *args) {
     Py_ssize_t offset, length;
     const char *nodes_buf, *names;
     Py_ssize_t nodes_len, names_len;
+    int node_mode = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOnny#y#", &validity_obj, &offsets_obj, &data_obj, &offset,
-                          &length, &nodes_buf, &nodes_len, &names, &names_len))
+    if (!PyArg_ParseTuple(args, "OOOnny#y#|p", &validity_obj, &offsets_obj, &data_obj, &offset,
+                          &length, &nodes_buf, &nodes_len, &names, &names_len, &node_mode))
         return NULL;
     if (nodes_len == 0 || nodes_len % TYPE_NODE_SIZE != 0) {
         PyErr_SetString(PyExc_ValueError, "the type tree must be whole 16-byte nodes");
@@ -1512,7 +1594,7 @@ static PyObject *exact(PyObject *self, PyObject *args) {
     uint8_t *changed = NULL;
     int32_t *out_offsets = NULL;
     Buffer out = {0};
-    Rewrite w = {nodes, n_nodes, names, NULL, &out, {0}, 0};
+    Rewrite w = {nodes, n_nodes, names, NULL, &out, {0}, 0, node_mode, {0}};
     if (get_batch(&batch, validity_obj, offsets_obj, data_obj, offset, length) < 0)
         goto done;
     bitmap_size = (length + 7) / 8;
@@ -1587,6 +1669,7 @@ done:
     free(out_offsets);
     free(out.data);
     free(w.key.data);
+    free(w.text.data);
     release_batch(&batch);
     return result;
 }

@@ -148,10 +148,12 @@ class Format:
         """A decoder of whole Arrow batches for ``columns``: by default none."""
         return None
 
-    def exact_pass(self, columns: Sequence[Column]) -> Callable[[pa.Array], pa.Array] | None:
-        """A rewrite of the records the per-record decoding reads, batch by batch in the
-        reading tasks, where it would not give Flink's result (null where a record stays as
-        it is): by default none."""
+    def exact_pass(
+        self, columns: Sequence[Column], options: Options, metadata: Sequence[str] = ()
+    ) -> Callable[[pa.Array], pa.Array] | None:
+        """A rewrite of the records the per-record decoding of ``columns`` (and of the format's
+        ``metadata`` keys) reads, batch by batch in the reading tasks, where it would not give
+        Flink's result (null where a record stays as it is): by default none."""
         return None
 
     def decode_stages(

@@ -597,7 +597,9 @@ class Json(StagedFormat):
 
         return arrow_decoder(columns, self.settings(options))
 
-    def exact_pass(self, columns: Sequence[Column]) -> ExactJson | None:
+    def exact_pass(
+        self, columns: Sequence[Column], options: Options, metadata: Sequence[str] = ()
+    ) -> ExactJson | None:
         """The records Spark's JSON reader would not decode as Flink does, rewritten so that it
         does: a number in a STRING position quoted (Flink keeps it as written), a DECIMAL beyond
         any precision null (see :mod:`._exact_json`)."""

@@ -158,11 +158,11 @@ def _exact_columns(spec: KafkaTableSpec, natives: set[str]) -> tuple[DerivedColu
     pass (see :func:`..formats.exact_pass`), computed for the records the native decoding left."""
     from pyspark.sql import types as T
 
+    meta = format_metadata_keys(spec)
     derived = []
     for side, fmt, columns, prefix in _sides(spec):
-        if is_changelog(fmt.name):
-            continue
-        rewrite = exact_pass(fmt.name, _unprefixed(columns, prefix))
+        own = _unprefixed(columns, prefix)
+        rewrite = exact_pass(fmt.name, own, fmt, meta if side == "value" else [])
         if rewrite is not None:
             after = _native(side) if _native(side) in natives else None
             derived.append(DerivedColumn(_exact(side), side, T.BinaryType(), rewrite, after))

@@ -92,3 +92,44 @@ def test_json_numbers_decode_as_in_flink(
     decimals = {r["id"]: r["p"] for r in values(kafka_bootstrap, topics["decimals_out"])}
     assert decimals[1] is None and decimals[7] == 0 and decimals[16] is None
     assert decimals[14] == 12.5
+
+
+CHANGELOG = """
+CREATE TABLE changes (id INT, s STRING, p DECIMAL(10, 2)) WITH (
+  'connector' = 'kafka', 'topic' = '{source}', 'scan.startup.mode' = 'earliest-offset',
+  'format' = 'debezium-json');
+CREATE TABLE copied (id INT, s STRING, p DECIMAL(10, 2)) WITH (
+  'connector' = 'kafka', 'topic' = '{sink}', 'format' = 'debezium-json');
+INSERT INTO copied SELECT id, s, p FROM changes;
+"""
+
+
+def test_debezium_json_numbers_decode_as_in_flink(
+    kafka_bootstrap: str,
+    new_topic: Any,
+    resources: dict,  # noqa: F811
+    oracle: Any,
+) -> None:
+    """Flink's changelog formats read their envelopes node by node: a number into a STRING is
+    ``BigDecimal.stripTrailingZeros().toString()`` (an integer as written), unlike ``json``."""
+    source, ours, theirs = new_topic(1), new_topic(1), new_topic(1)
+    after = [
+        b'{"id": 1, "s": 1.50, "p": 1e400}', b'{"id": 2, "s": 1e2, "p": "2.5"}',
+        b'{"id": 3, "s": "x", "p": 1.5e-99999999}', b'{"id": 4, "s": -0, "p": 1.235}',
+        b'{"id": 5, "s": 0.0000001, "p": null}', b'{"id": 6, "s": 123456789012345678901234567890}',
+    ]  # fmt: skip
+    send(
+        kafka_bootstrap,
+        source,
+        [(b'{"before": null, "after": ' + a + b', "op": "c"}', None) for a in after],
+    )
+
+    def script(sink: str) -> str:
+        return CHANGELOG.replace("{source}", source).replace("{sink}", sink)
+
+    flink = oracle.submit(for_flink(script(theirs)), bootstrap=kafka_bootstrap)
+    run(build_flink_sql_definitions(script(ours)), resources, DagsterInstance.ephemeral())
+    flink.result()
+    expected = [r["after"] for r in values(kafka_bootstrap, theirs)]
+    assert [r["s"] for r in expected][:5] == ["1.5", "1E+2", "x", "0", "1E-7"]
+    assert [r["after"] for r in values(kafka_bootstrap, ours)] == expected
