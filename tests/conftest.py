@@ -252,6 +252,11 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+#: Test producers' setting that keeps a partition's records in the order sent even when a
+#: request is retried (just after a topic is created, under load): one request in flight.
+IN_ORDER = {"max.in.flight.requests.per.connection": 1}
+
+
 def produce(
     bootstrap: str,
     topic: str,
@@ -260,7 +265,7 @@ def produce(
     """Produce ``(key, value[, partition])`` records synchronously (acks=all)."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **IN_ORDER})
     errors: list[str] = []
     for record in records:
         kwargs = {"partition": record[2]} if len(record) > 2 else {}

@@ -145,7 +145,9 @@ def run_job(
     def script(sink: str) -> str:
         return text.replace("{orders}", orders).replace("{sink}", sink)
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 0, "max.in.flight.requests.per.connection": 1}
+    )
 
     def send(rows: list[dict[str, Any]]) -> None:
         for row in rows:

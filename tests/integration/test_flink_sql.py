@@ -15,7 +15,7 @@ from dagster import AssetKey, DagsterInstance, Definitions, HourlyPartitionsDefi
 from dagster_kafka_flinklike import KafkaResource, SparkResource
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all, wait_for_topic
+from tests.conftest import IN_ORDER, consume_all, wait_for_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -33,7 +33,7 @@ def script(name: str, source: str, sink: str) -> str:
 
 def send(bootstrap: str, topic: str, values: list[tuple[Any, int | None]]) -> None:
     """Produce ``(value, timestamp)`` records to partition 0 in this order."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **IN_ORDER})
     for value, stamp in values:
         raw = value if isinstance(value, bytes) else json.dumps(value).encode()
         producer.produce(topic, raw, partition=0, **({"timestamp": stamp} if stamp else {}))

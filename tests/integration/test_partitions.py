@@ -32,7 +32,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all
+from tests.conftest import IN_ORDER, consume_all
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
 HOURLY = HourlyPartitionsDefinition(start_date="2026-11-20-00:00")
@@ -62,7 +62,7 @@ PARTITION_1 = [("a5", at(0.7)), ("b5", at(1.5)), ("c5", at(2.7))]
 
 
 def produce_at(bootstrap: str, topic: str, partition: int, rows: list[tuple[str, int]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **IN_ORDER})
     for ident, stamp in rows:
         producer.produce(
             topic, json.dumps({"id": ident}).encode(), partition=partition, timestamp=stamp

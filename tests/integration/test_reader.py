@@ -25,7 +25,7 @@ from dagster_kafka_flinklike.source.reader import (
     read_split,
     read_splits,
 )
-from tests.conftest import produce
+from tests.conftest import IN_ORDER, produce
 
 
 def _config(bootstrap: str) -> dict[str, str]:
@@ -112,7 +112,7 @@ def test_batches_stay_near_the_byte_budget(kafka_bootstrap, new_topic) -> None:
 @pytest.mark.parametrize("batch_size", [1, 3, 64, 10_000])
 def test_sub_range_is_read_exactly_with_every_field(kafka_bootstrap, new_topic, batch_size) -> None:
     topic = new_topic(partitions=2)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0, **IN_ORDER})
     base_ms = 1_790_000_000_000
     for i in range(120):
         headers: list[tuple[str, str | bytes | None]] | None = None

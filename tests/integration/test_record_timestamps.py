@@ -23,6 +23,7 @@ from dagster_kafka_flinklike import (
 )
 from dagster_kafka_flinklike.source.reader import MAX_TIMESTAMP_MS
 from dagster_kafka_flinklike.spark import local_spark_config
+from tests.conftest import IN_ORDER
 from tests.integration.test_dirty_data import good, read_topic
 
 COLUMNS = [
@@ -37,7 +38,7 @@ CLEAN_MS = 1_767_225_600_123
 
 def produce_stamped(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int]]) -> None:
     """Produce ``(key, value, timestamp ms)`` records with those CreateTimes (acks=all)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **IN_ORDER})
     errors: list[str] = []
     for key, value, stamp in records:
         producer.produce(

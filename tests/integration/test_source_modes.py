@@ -23,7 +23,7 @@ from dagster_kafka_flinklike.options import client_config
 from dagster_kafka_flinklike.source import SourcePlan, plan_source
 from dagster_kafka_flinklike.source.admin import KafkaAdmin
 from dagster_kafka_flinklike.source.reader import read_splits
-from tests.conftest import produce, wait_for_topic
+from tests.conftest import IN_ORDER, produce, wait_for_topic
 
 Record = tuple[str, int, int, str]
 
@@ -87,7 +87,7 @@ def fill(bootstrap: str, topic: str, counts: dict[int, int], tag: str = "v") -> 
 
 def produce_at(bootstrap: str, topic: str, records: list[tuple[int, int]]) -> None:
     """Produce ``(partition, timestamp_ms)`` records valued ``p<partition>@<timestamp>``."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, **IN_ORDER})
     for partition, ts in records:
         producer.produce(topic, f"p{partition}@{ts}".encode(), partition=partition, timestamp=ts)
     assert producer.flush(30) == 0

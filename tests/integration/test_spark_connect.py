@@ -28,7 +28,7 @@ from dagster_kafka_flinklike.sink.writer import num_partitions, write
 from dagster_kafka_flinklike.source import KafkaSplit
 from dagster_kafka_flinklike.source.reader import read_splits
 from dagster_kafka_flinklike.spark import is_connect
-from tests.conftest import consume_all, produce, run_dkf
+from tests.conftest import IN_ORDER, consume_all, produce, run_dkf
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 
@@ -171,7 +171,9 @@ def test_a_run_over_time_windows_over_connect(kafka_bootstrap, new_topic, connec
     source, sink = _tables(source_topic, sink_topic, "at-least-once")
     hour = 3_600_000
     start = (int(time.time() * 1000) // hour - 3) * hour
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": kafka_bootstrap, "acks": "all", "linger.ms": 0, **IN_ORDER}
+    )
     # id 2 (the first hour) arrives after id 1 (the second): late, in no window
     for i, minutes in enumerate([10, 80, 30, 100]):
         value = json.dumps({"id": i, "payload": f"p{i}"}).encode()
