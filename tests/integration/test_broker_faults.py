@@ -123,11 +123,15 @@ def _signal_node(cluster: EmbeddedKafkaCluster, node_id: int, signum: int) -> No
 def _fault(fault: str, cluster: EmbeddedKafkaCluster, sink: str, rng: random.Random) -> str:
     """Apply ``fault`` now; what was done."""
     if fault == "cluster":
+        # A node found down already (one the machine's load took, or a kill not yet restarted)
+        # is said so; the others are killed, and all restart.
+        down = [n.node_id for n in cluster.nodes if n.pid is None]
         for node in cluster.nodes:
-            _signal_node(cluster, node.node_id, signal.SIGKILL)
+            if node.node_id not in down:
+                _signal_node(cluster, node.node_id, signal.SIGKILL)
         time.sleep(rng.uniform(0.5, 3.0))
         cluster.start(timeout=240)
-        return "every node killed and restarted"
+        return "every node killed and restarted" + (f" (down already: {down})" if down else "")
     leader = _leader(cluster, sink, rng.randrange(PARTITIONS))
     if fault == "leader":
         _signal_node(cluster, leader, signal.SIGKILL)
