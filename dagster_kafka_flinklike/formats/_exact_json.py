@@ -5,7 +5,8 @@ Spark's reader gives a JSON number read into a STRING column through a double (`
 ``1.5``, ``1e2`` becomes ``100.0``), while Flink keeps the number as written; it fails a record
 with a number beyond DECIMAL(38), where Flink gives null; it reads a DECIMAL string with commas
 (dropping them) or spaces around it (failing it), where Flink fails the first and trims the
-second; and rescaling a DECIMAL with an exponent of millions costs its task hours. The reader's
+second; and rescaling a DECIMAL with an exponent of millions costs its task seconds or more (growing
+with the exponent). The reader's
 tasks run this pass on the records that the native decoding left (see :mod:`._arrow_json`),
 where the bytes are. Along the table's type tree (nested rows, arrays and maps too):
 

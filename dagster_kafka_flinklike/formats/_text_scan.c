@@ -1246,7 +1246,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  *   DECIMAL(p, s): a number (or a string holding one) of 10^(38 - s) or more becomes null, what
  *       Flink gives for a value beyond any precision; one with an exponent of 1000 or more in
  *       magnitude that rounds to zero at scale s becomes 0 (rescaling it costs Spark's reader
- *       seconds to hours per record); a string with a comma is put in an array, so that Spark's
+ *       seconds or more per record); a string with a comma is put in an array, so that Spark's
  *       reader fails the record as Flink does (it would drop the commas); one whose content has
  *       spaces around it or escapes is written trimmed and unescaped, as Flink reads it.
  *

@@ -237,6 +237,9 @@ class _BatchBuilder:
         self.decoded_by = [
             i for i, d in enumerate(self.derived) if shedding and d.name in shedding.decoded_by
         ]
+        #: For each derived column, the index of the one it is computed after (or None).
+        position = {d.name: i for i, d in enumerate(self.derived)}
+        self._after = [None if d.after is None else position[d.after] for d in self.derived]
         #: Fields built for every record first: those not shed, and the derived columns' sources.
         self._first = [
             f for f in self.fields if f not in self.shed or any(d.source == f for d in derived)
@@ -361,12 +364,11 @@ class _BatchBuilder:
         cache: dict[str, Any] = {}
         built = {f: self._field(f, records, cache) for f in self._first}
         derived: list[pa.Array] = []
-        for d in self.derived:
-            if d.after is None:
+        for d, after in zip(self.derived, self._after, strict=True):
+            if after is None:
                 derived.append(d.compute(built[d.source]))
             else:
-                left = derived[self.names.index(d.after) - len(self.fields)].is_null()
-                derived.append(_where(left, d.compute, built[d.source]))
+                derived.append(_where(derived[after].is_null(), d.compute, built[d.source]))
         if self.shed:
             self._shed(built, derived, records, cache)
         arrays = [*(built[f] for f in self.fields), *derived]
