@@ -244,9 +244,19 @@ class KafkaErrorKind(StrEnum):
     PERMANENT = "permanent"
 
 
-#: Error codes that pass with time although librdkafka may not flag them retriable.
+#: Error codes that pass with time although librdkafka may not flag them retriable: Kafka's
+#: own retriable errors (a leader being elected or catching up after a restart, replicas
+#: rejoining) and the client's transient states.
 _WAIT_CODES = frozenset(
     {
+        "OFFSET_NOT_AVAILABLE",
+        "FENCED_LEADER_EPOCH",
+        "UNKNOWN_LEADER_EPOCH",
+        "NOT_ENOUGH_REPLICAS",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "KAFKA_STORAGE_ERROR",
+        "NETWORK_EXCEPTION",
+        "PREFERRED_LEADER_NOT_AVAILABLE",
         "UNSTABLE_OFFSET_COMMIT",
         "COORDINATOR_LOAD_IN_PROGRESS",
         "COORDINATOR_NOT_AVAILABLE",

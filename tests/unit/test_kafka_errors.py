@@ -24,6 +24,10 @@ from dagster_kafka_flinklike.errors import (
         (KafkaError.UNSTABLE_OFFSET_COMMIT, KafkaErrorKind.RETRIABLE),
         (KafkaError._TRANSPORT, KafkaErrorKind.RETRIABLE),
         (KafkaError._TIMED_OUT, KafkaErrorKind.RETRIABLE),
+        # a leader whose high watermark is not caught up yet, after a whole cluster restarted
+        (KafkaError.OFFSET_NOT_AVAILABLE, KafkaErrorKind.RETRIABLE),
+        (KafkaError.NOT_ENOUGH_REPLICAS, KafkaErrorKind.RETRIABLE),
+        (KafkaError.FENCED_LEADER_EPOCH, KafkaErrorKind.RETRIABLE),
         (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaErrorKind.PERMANENT),
         (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaErrorKind.PERMANENT),
     ],
