@@ -9,7 +9,8 @@ filters leave out), ``encode(fields, options, kind)`` and
 ``decode_changelog_stages(raw, columns, metadata, options, prefix)`` returning
 ``(stages, (rows, meta, error, tolerated))``: ``rows`` is an array of ``struct<k, r>`` (``k`` the
 row kind ``+I``/``-U``/``+U``/``-D``, ``r`` the row of ``columns``), null for a dirty record and
-empty or null for a record that yields no row; ``meta`` a struct of the requested format
+empty or null for a record that yields no row (a dirty record has rows only when the
+format :attr:`~.base.Format.keeps_rows` and tolerates it); ``meta`` a struct of the requested format
 metadata (fields ``m0``, ``m1``, ... in the order of ``metadata``) or None when none is
 requested; ``error`` and ``tolerated`` as in every format. A JSON changelog format defines only
 its :meth:`~ChangelogFormat.envelope` (the JSON columns it parses), how it
@@ -217,8 +218,12 @@ def decode_envelope(
         struct.isNull() & ~is_tombstone(raw),
         F.concat(F.lit(f"not a {name} record: "), snippet(text)),
     )
-    rows, error = outcome(raw, rows, json_error, not_record, envelope_error)
     ignore = bool(format_settings(name, options)["ignore-parse-errors"])
+    # As Flink's JSON changelog formats under 'ignore-parse-errors': a field of an image that
+    # fails is null and the record's rows stay (the JSON decoding nulls the struct of a record
+    # that is not an object); an envelope that is wrong as a whole yields none.
+    kept = F.lit(ignore) & struct.isNotNull() & F.coalesce(not_record, envelope_error).isNull()
+    rows, error = outcome(raw, rows, json_error, not_record, envelope_error, kept=kept)
     tolerated = error.isNotNull() & F.lit(ignore)
     meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
     return stager.stages, (rows, meta, error, tolerated)
@@ -275,14 +280,14 @@ def missing(value: SparkColumn, field: str) -> Callable[[str], tuple[SparkColumn
 
 
 def outcome(
-    raw: SparkColumn, rows: SparkColumn, *errors: SparkColumn
+    raw: SparkColumn, rows: SparkColumn, *errors: SparkColumn, kept: SparkColumn | None = None
 ) -> tuple[SparkColumn, SparkColumn]:
     """(rows, error) of a record: its error the first of ``errors`` that is not null, none for a
-    tombstone; its ``rows`` only when it is clean."""
+    tombstone; its ``rows`` only when it is clean, or dirty and ``kept``."""
     from pyspark.sql import functions as F
 
     error = F.when(~is_tombstone(raw), F.coalesce(*errors))
-    return F.when(error.isNull(), rows), error
+    return F.when(error.isNull() if kept is None else error.isNull() | kept, rows), error
 
 
 class ChangelogFormat(Format):
@@ -317,6 +322,8 @@ class ChangelogFormat(Format):
 class JsonChangelogFormat(ChangelogFormat):
     """A changelog format whose records are JSON envelopes, parsed by the ``json`` format's
     decoding: it defines the :meth:`envelope` it parses and how it :meth:`interpret` s it."""
+
+    keeps_rows = True
 
     def envelope(
         self, columns: Sequence[Column], metadata: Sequence[str], options: Options

@@ -7,9 +7,10 @@ into bytes. What the reader and the sink call:
   ``raw`` is the record's key or value bytes; ``struct`` holds the ``columns`` (a null struct
   means the format yields no row for the record, as Flink's formats do for a null value);
   ``error`` is null for a clean record and says why a record is dirty otherwise; ``tolerated``
-  is true for a dirty record the format's ``ignore-parse-errors`` tolerates (skipped and
-  collected instead of failing the run). ``stages`` are projections (dicts of new column name
-  → expression, added in order before the result's expressions are used), so the parse runs
+  is true for a dirty record the format's ``ignore-parse-errors`` tolerates (collected
+  instead of failing the run, and skipped unless the format :attr:`~Format.keeps_rows` and
+  its struct is not null). ``stages`` are projections (dicts of new column name →
+  expression, added in order before the result's expressions are used), so the parse runs
   once per record where Spark would otherwise repeat it inside conditional and higher-order
   expressions. A format with :attr:`~Format.needs_headers` (schema ids in headers) also gets
   the records' headers and which side of the record it decodes (``headers=``, ``side=``).
@@ -133,6 +134,10 @@ class Format:
     name: ClassVar[str] = ""
     #: Whether the format reads records as changelog rows with row kinds.
     changelog: ClassVar[bool] = False
+    #: Whether a tolerated dirty record whose ``struct`` is not null stays a row, the fields
+    #: that failed null (Flink's JSON formats under ``ignore-parse-errors``); otherwise every
+    #: tolerated dirty record is skipped, as Flink's other formats skip it.
+    keeps_rows: ClassVar[bool] = False
     #: Whether the format reads the records' headers (schema ids in headers).
     needs_headers: ClassVar[bool] = False
 

@@ -16,7 +16,9 @@ Decoding follows Flink's JSON format:
 - ``fail-on-missing-field``: a record lacking a declared field (at any nesting level) is dirty;
   otherwise the field is null. A field present with ``null`` is never missing.
 - ``ignore-parse-errors``: a record that fails is still dirty (counted and collected) but
-  tolerated: the run skips it instead of failing.
+  tolerated, as Flink tolerates it: a record that is not a JSON object (malformed JSON, an
+  array, a number) is skipped; any other keeps its row, with null in each field that failed
+  (a nested row's field, an array's element, a map's value) and the other fields as read.
 - A null value, an empty one or the JSON literal ``null`` yields no row, as in Flink.
 - Nested ROW, ARRAY (and MULTISET, read as an array) and MAP (keys converted from their text,
   the last of duplicate keys winning) are supported at any depth.
@@ -337,6 +339,16 @@ def _missing_in(text: SparkColumn, t: FlinkType, path: str) -> SparkColumn | Non
     return F.aggregate(F.transform(items, one), _none(), lambda acc, e: F.coalesce(acc, e))
 
 
+def _not_an_object(text: SparkColumn) -> tuple[SparkColumn, SparkColumn]:
+    """Whether a text is malformed JSON, and whether it is not a JSON object (both a record's
+    own failure, not a field's)."""
+    from pyspark.sql import functions as F
+
+    # Any JSON value is an element of an array: a text that is not one is malformed JSON.
+    as_element = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>", TEXT_OPTIONS)
+    return as_element.isNull(), F.substring(F.ltrim(text), 1, 1) != F.lit("{")
+
+
 def _record_error(text: SparkColumn, columns: Sequence[Column]) -> SparkColumn:
     """Why Spark could not parse a record: malformed JSON, not an object, or a bad field."""
     from pyspark.sql import functions as F
@@ -370,15 +382,10 @@ def _record_error(text: SparkColumn, columns: Sequence[Column]) -> SparkColumn:
                     F.lit(f"' does not match {_type_name(c.flink_type)}"),
                 ),
             ).otherwise(reason)
-    start = F.substring(F.ltrim(text), 1, 1)
-    # Any JSON value is an element of an array: a text that is not one is malformed JSON.
-    as_element = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>", TEXT_OPTIONS)
+    malformed, not_object = _not_an_object(text)
     return (
-        F.when(
-            as_element.isNull(),
-            F.concat(F.lit("malformed JSON: "), snippet(text)),
-        )
-        .when(start != F.lit("{"), F.concat(F.lit("expected a JSON object, got: "), snippet(text)))
+        F.when(malformed, F.concat(F.lit("malformed JSON: "), snippet(text)))
+        .when(not_object, F.concat(F.lit("expected a JSON object, got: "), snippet(text)))
         .otherwise(reason)
     )
 
@@ -440,6 +447,12 @@ def _decode(
     struct = F.struct(*values) if values else F.struct(F.lit(True).alias("__dkf_row"))
     error = F.when(~out, error)
     tolerated = error.isNotNull() & F.lit(bool(settings["ignore-parse-errors"]))
+    if settings["ignore-parse-errors"]:
+        # A record that is not an object yields no row. Spark's reader keeps the fields it could
+        # read of one whose field failed (its partial results), and the failed field is null.
+        malformed, not_object = _not_an_object(text)
+        whole = stager.put(0, "whole", F.when(unparsed, malformed | not_object))
+        out = out | F.coalesce(whole, F.lit(False))
     return F.when(~out, struct), error, tolerated
 
 
@@ -570,6 +583,7 @@ class Json(StagedFormat):
     """The ``json`` format (see the module's docstring)."""
 
     name = "json"
+    keeps_rows = True
 
     def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
         """Records that yield no row: a null value, an empty one, or the JSON literal

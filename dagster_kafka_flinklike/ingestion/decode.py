@@ -25,7 +25,17 @@ from ..run.schema import InferredSchema, flattened, sample_ranges, with_schema
 from ..run.tables import ResolvedTable
 from ..sink.serializer import SEQUENCE
 from ..source.probe import sample_values
-from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, VALUE_BYTES, decode_records
+from ..source.records import (
+    DIRTY_COLUMNS,
+    ERROR,
+    PARTIAL,
+    PROVENANCE,
+    RECORD_START,
+    TOLERATED,
+    VALUE_BYTES,
+    decode_records,
+    yields_row,
+)
 from .observe import (
     TABLE_ID,
     TableObservation,
@@ -47,7 +57,7 @@ __all__ = ["PAIR", "DecodedTables", "TableRows", "decode_tables"]
 
 #: The column shared by the rows of one change (the two images of an update).
 PAIR = "__dkf_pair"
-_HELPERS = (ROW_KIND, ERROR, TOLERATED, *PROVENANCE, SEQUENCE, PAIR)
+_HELPERS = (ROW_KIND, *DIRTY_COLUMNS, *PROVENANCE, SEQUENCE, PAIR)
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ class TableRows:
         from pyspark.sql import functions as F
 
         names = [F.col(f"`{c}`") for c in self.columns]
-        rows = self.frame.filter(F.col(ERROR).isNull())
+        rows = self.frame.filter(yields_row())
         return rows.select(*names, ROW_KIND, SEQUENCE, PAIR)
 
 
@@ -112,7 +122,7 @@ def _rows(
 
     frame = flattened(decode_records(resolved.spec, raw), resolved, schema)
     if ROW_KIND not in frame.columns:
-        frame = frame.withColumn(ROW_KIND, F.when(F.col(ERROR).isNull(), F.lit("+I")))
+        frame = frame.withColumn(ROW_KIND, F.when(yields_row(), F.lit("+I")))
     frame = frame.withColumn(SEQUENCE, F.monotonically_increasing_id())
     plus_u = F.col(ROW_KIND) == F.lit("+U")  # follows its -U: same pair
     frame = frame.withColumn(
@@ -150,6 +160,7 @@ def _unnamed(source: IngestionSource, raw: DataFrame) -> DataFrame:
     return raw.filter(F.col(TABLE_ID).isNull()).select(
         error.alias(ERROR),
         tolerated.alias(TOLERATED),
+        F.lit(False).alias(PARTIAL),
         *provenance,
         F.coalesce(F.length("value"), F.lit(0)).alias(VALUE_BYTES),
         F.lit(True).alias(RECORD_START),
@@ -214,8 +225,8 @@ def decode_tables(
         rows = _rows(name, resolved, schema, kept.filter(F.col(TABLE_ID) == F.lit(tid)), pk)
         out.tables[name], out.schemas[name], out.observed[name] = rows, schema, observed[tid]
         out.cached.append(rows.frame)
-    parts = [r.frame.select(ERROR, TOLERATED, *PROVENANCE) for r in out.tables.values()]
+    parts = [r.frame.select(*DIRTY_COLUMNS, *PROVENANCE) for r in out.tables.values()]
     decoded = reduce(lambda a, b: a.unionByName(b), parts, _unnamed(source, kept))
-    clean = decoded.filter(F.col(ERROR).isNull())
+    clean = decoded.filter(yields_row())
     counts = InputCounts.known(input_stats(decoded))
     return DecodedTable(frame=clean, decoded=decoded, counts=counts), out

@@ -177,8 +177,9 @@ def _changelog_json_options(*, encode: bool = True) -> tuple[ConfigOption, ...]:
     """The JSON options a changelog format shares with ``json`` (Flink's own set for them)."""
     options = (
         _fo("ignore-parse-errors", "Boolean", "false",
-            "Skip records that fail to parse or carry an unknown operation (collected as dirty "
-            "data) instead of failing.", parse_bool),
+            "Tolerate records that fail to parse (collected as dirty data) instead of "
+            "failing: a field of an image that fails is null and the rows stay; a record that "
+            "is not an envelope or carries an unknown operation is skipped.", parse_bool),
         _fo("timestamp-format.standard", "Enum", "SQL",
             "Timestamp text of the rows: 'SQL' (2020-12-30 12:13:14.123) or 'ISO-8601' "
             "(2020-12-30T12:13:14.123).", parse_choice("SQL", "ISO-8601")),
@@ -302,8 +303,9 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         _fo("fail-on-missing-field", "Boolean", "false",
             "Fail on a record that lacks a declared field (else the field is null).", parse_bool),
         _fo("ignore-parse-errors", "Boolean", "false",
-            "Skip records that fail to parse (collected as dirty data) instead of failing.",
-            parse_bool),
+            "Tolerate records that fail to parse (collected as dirty data) instead of "
+            "failing: a field that fails is null and the row stays; a record that is not a "
+            "JSON object is skipped.", parse_bool),
         _fo("timestamp-format.standard", "Enum", "SQL",
             "Timestamp text: 'SQL' (2020-12-30 12:13:14.123) or 'ISO-8601' "
             "(2020-12-30T12:13:14.123).", parse_choice("SQL", "ISO-8601")),

@@ -54,6 +54,10 @@ def _k(key: str, type_: str, default: str | None, description: str, **kw: Any) -
 
 
 _T = {"table": True}
+_TOLERATE = (
+    "Tolerate records that fail to parse (dirty data) instead of failing: a field that fails "
+    "is null and the row stays; a record that is not JSON is skipped."
+)
 _JSON = {"formats": ("json",)}
 _DBZ = {"formats": ("debezium-json",)}
 _CANAL = {"formats": ("canal-json",)}
@@ -135,8 +139,7 @@ INGESTION_KEYS: dict[str, dict[str, IngestionKey]] = {
                "partitions.", parse=parse_bool, **_DBZ),
             _k("debezium-json.schema-include", "Boolean", "false",
                "Records are Kafka Connect envelopes {schema, payload}.", **_DBZ, **_T),
-            _k("debezium-json.ignore-parse-errors", "Boolean", "false",
-               "Skip records that fail to parse (dirty data) instead of failing.", **_DBZ, **_T),
+            _k("debezium-json.ignore-parse-errors", "Boolean", "false", _TOLERATE, **_DBZ, **_T),
             _k("debezium-json.infer-schema.primitive-as-string", "Boolean", "false",
                "Infer every column as STRING.", parse=parse_bool, **_DBZ),
             _k("canal-json.distributed-tables", "Boolean", "false",
@@ -145,8 +148,7 @@ INGESTION_KEYS: dict[str, dict[str, IngestionKey]] = {
                "Only records whose 'database' matches this regular expression.", **_CANAL, **_T),
             _k("canal-json.table.include", "String", None,
                "Only records whose 'table' matches this regular expression.", **_CANAL, **_T),
-            _k("canal-json.ignore-parse-errors", "Boolean", "false",
-               "Skip records that fail to parse (dirty data) instead of failing.", **_CANAL, **_T),
+            _k("canal-json.ignore-parse-errors", "Boolean", "false", _TOLERATE, **_CANAL, **_T),
             _k("canal-json.infer-schema.primitive-as-string", "Boolean", "false",
                "Infer every column as STRING.", parse=parse_bool, **_CANAL),
             _k("canal-json.infer-schema.strategy", "Enum", "AUTO",
@@ -159,8 +161,7 @@ INGESTION_KEYS: dict[str, dict[str, IngestionKey]] = {
                "MYSQL_TYPE: tinyint(1) is BOOLEAN (else TINYINT).", parse=parse_bool, **_CANAL),
             _k("json.timestamp-format.standard", "Enum", "SQL",
                "Timestamp text of typed columns: SQL or ISO-8601.", **_JSON, **_T),
-            _k("json.ignore-parse-errors", "Boolean", "false",
-               "Skip records that fail to parse (dirty data) instead of failing.", **_JSON, **_T),
+            _k("json.ignore-parse-errors", "Boolean", "false", _TOLERATE, **_JSON, **_T),
             _k("json.infer-schema.primitive-as-string", "Boolean", "false",
                "Infer every column as STRING.", **_JSON, **_T),
             _k("json.infer-schema.flatten-nested-columns.enable", "Boolean", "false",

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._sessions import per_session
-from ..source.records import ERROR, PROVENANCE, RECORD_START, TOLERATED, VALUE_BYTES, decode_records
+from ..source.records import (
+    DIRTY_COLUMNS,
+    ERROR,
+    PROVENANCE,
+    RECORD_START,
+    TOLERATED,
+    VALUE_BYTES,
+    decode_records,
+    yields_row,
+)
 from .tables import ResolvedTable
 from .windows import KEPT, LATE_IN, POSITION, TimeWindows, WindowOffsets, with_record_windows
 
@@ -263,11 +272,11 @@ def decode_table(
         decoded = decoded.withColumn(WINDOW_CODE, _window_code()).drop(POSITION, LATE_IN)
         kept, count = F.col(KEPT), len(windows.keys)
     observed, counts = InputCounts.observing(decoded, count)
-    clean = observed.filter(observed[ERROR].isNull())
+    clean = observed.filter(yields_row())
     if kept is not None:
         clean = clean.filter(kept)
     return DecodedTable(
-        frame=clean.drop(ERROR, TOLERATED, *PROVENANCE, KEPT, WINDOW_CODE),
+        frame=clean.drop(*DIRTY_COLUMNS, *PROVENANCE, KEPT, WINDOW_CODE),
         decoded=decoded,
         counts=counts,
         kept=kept,

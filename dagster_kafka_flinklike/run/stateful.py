@@ -33,6 +33,7 @@ from ..errors import DeserializationError, KafkaConnectorError
 from ..options import EventTime
 from ..source.offsets import TopicPartition
 from ..source.records import (
+    DIRTY_COLUMNS,
     ERROR,
     PROVENANCE,
     RECORD_START,
@@ -41,6 +42,7 @@ from ..source.records import (
     decode_records,
     native_reading,
     record_fields,
+    yields_row,
 )
 from ..source.stream import stream_frame
 from .tables import KafkaClients, ResolvedTable
@@ -123,7 +125,7 @@ def stream_table(
         F.count(F.when(start & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
         F.coalesce(F.sum(F.when(start, F.col(VALUE_BYTES))), F.lit(0)).alias("bytes"),
     )
-    clean = observed.filter(F.col(ERROR).isNull()).drop(ERROR, TOLERATED, *PROVENANCE)
+    clean = observed.filter(yields_row()).drop(*DIRTY_COLUMNS, *PROVENANCE)
     if event_time is not None:
         column = event_time.column
         if isinstance(clean.schema[column].dataType, T.TimestampNTZType):

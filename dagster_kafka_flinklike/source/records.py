@@ -47,6 +47,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ERROR = "__dkf_error"
 TOLERATED = "__dkf_tolerated"
+#: True for a tolerated dirty record that stays a row, the fields that failed null (a format
+#: that :attr:`~..formats.base.Format.keeps_rows`); it still counts and is collected as dirty.
+PARTIAL = "__dkf_partial"
+#: The columns that say whether and how a record is dirty.
+DIRTY_COLUMNS = (ERROR, TOLERATED, PARTIAL)
 PROVENANCE = (
     "__dkf_topic",
     "__dkf_partition",
@@ -253,7 +258,8 @@ def _decode(
 ) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn]:
     """Decode the record ``side`` (key or value): its projection stages, its parts (``struct``
     — for a changelog format ``rows`` and ``meta`` instead —, ``error`` with context,
-    ``tolerated``) and whether the format yields no row for the record.
+    ``tolerated``, ``kept``: a dirty side kept as a row) and whether the format yields no row
+    for the record.
 
     With ``native``, the reader decoded the side batch by batch (:func:`native_columns`): the
     per-record decoding sees only the records that decoding left null. With ``exact``, it reads
@@ -282,7 +288,13 @@ def _decode(
         )
         parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
-    return stages, {**parts, "error": error, "tolerated": tolerated}, skipped
+    if not format_.keeps_rows:
+        kept = F.lit(False)
+    elif "rows" in parts:  # a changelog record is kept when it has a row to keep
+        kept = F.coalesce(F.size(parts["rows"]) > 0, F.lit(False))
+    else:
+        kept = parts["struct"].isNotNull()
+    return stages, {**parts, "error": error, "tolerated": tolerated, "kept": kept}, skipped
 
 
 def _merged(
@@ -326,12 +338,12 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
     """Decode raw records (columns from :func:`record_fields`) into the table's columns.
 
     Returns the table's columns in declaration order, then :data:`ROW_KIND` (changelog tables
-    only), :data:`ERROR`, :data:`TOLERATED` and :data:`PROVENANCE`.
+    only), :data:`DIRTY_COLUMNS` and :data:`PROVENANCE`.
 
     Example:
         >>> raw = read_splits(spark, splits, config, record_fields(spec))  # doctest: +SKIP
         >>> decoded = decode_records(spec, raw)  # doctest: +SKIP
-        >>> clean = decoded.filter(decoded[ERROR].isNull())  # doctest: +SKIP
+        >>> rows = decoded.filter(yields_row())  # doctest: +SKIP
     """
     columns = tuple(raw.columns)
     try:  # the whole table (its repr leaves out what it need not show)
@@ -390,17 +402,23 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
         side_errors.insert(0, F.col(stamp_error))
         tolerated = tolerated & F.col(stamp_error).isNull()
     error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
+    partial = tolerated
     for name in sides:
         side_error = F.col(f"__dkf_{name}_error")
         tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
-    decoded = decoded.withColumn(ERROR, error).withColumn(TOLERATED, tolerated)
+        partial = partial & (side_error.isNull() | F.col(f"__dkf_{name}_kept"))
+    decoded = (
+        decoded.withColumn(ERROR, error)
+        .withColumn(TOLERATED, tolerated)
+        .withColumn(PARTIAL, tolerated & partial)
+    )
 
     changelog = "rows" in sides["value"]
     if changelog:
         decoded, value_struct, kind, start = _changelog_rows(decoded)
     else:
         value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
-        kind = F.when(F.col(ERROR).isNull(), F.when(_has_value(natives), "+I").otherwise("-D"))
+        kind = F.when(yields_row(), F.when(_has_value(natives), "+I").otherwise("-D"))
     decoded = decoded.withColumn(RECORD_START, start)
 
     in_value = {c.name for c in spec.value_columns}
@@ -426,11 +444,19 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
         F.col(field).alias(alias)
         for field, alias in zip(_PROVENANCE_FIELDS, PROVENANCE, strict=True)
     ]
-    table = decoded.select(*selected, *kinds, F.col(ERROR), F.col(TOLERATED), *provenance)
+    table = decoded.select(*selected, *kinds, *DIRTY_COLUMNS, *provenance)
     if any(c.expression is not None for c in spec.columns):
         keep = (ROW_KIND,) if spec.is_changelog else ()
-        table = with_computed_columns(spec, table, *keep, ERROR, TOLERATED, *PROVENANCE)
+        table = with_computed_columns(spec, table, *keep, *DIRTY_COLUMNS, *PROVENANCE)
     return decoding
+
+
+def yields_row() -> SparkColumn:
+    """Whether a decoded record is a row of the table: clean, or dirty and kept
+    (:data:`PARTIAL`)."""
+    from pyspark.sql import functions as F
+
+    return F.col(ERROR).isNull() | F.coalesce(F.col(PARTIAL), F.lit(False))
 
 
 def _shed_native_values(spec: KafkaTableSpec, raw: Any, natives: set[str]) -> Any:
@@ -475,14 +501,16 @@ def _has_value(natives: set[str]) -> SparkColumn:
 
 def _changelog_rows(decoded: Any) -> tuple[Any, SparkColumn, SparkColumn, SparkColumn]:
     """One row per changelog row of each record (none for a record that yields none, one for a
-    dirty record): the frame, then the row's value struct, row kind and record-start flag."""
+    dirty record, unless it is kept: :data:`PARTIAL`): the frame, then the row's value struct,
+    row kind and record-start flag."""
     from pyspark.sql import functions as F
 
     rows = F.col("__dkf_value_rows")
-    clean = F.col(ERROR).isNull()
-    kept = decoded.filter(~clean | (F.coalesce(F.size(rows), F.lit(0)) > 0))
+    kept = decoded.filter(F.col(ERROR).isNotNull() | (F.coalesce(F.size(rows), F.lit(0)) > 0))
     position = "__dkf_value_position"
-    exploded = kept.select("*", F.posexplode_outer(F.when(clean, rows)).alias(position, _VALUE_ROW))
+    exploded = kept.select(
+        "*", F.posexplode_outer(F.when(yields_row(), rows)).alias(position, _VALUE_ROW)
+    )
     row = F.col(_VALUE_ROW)
     start = F.coalesce(F.col(position) == 0, F.lit(True))
     return exploded, row["r"], row["k"], start
@@ -499,8 +527,10 @@ def with_computed_columns(spec: KafkaTableSpec, frame: Any, *keep: str) -> Any:
 
 
 __all__ = [
+    "DIRTY_COLUMNS",
     "ERROR",
     "METADATA_FIELDS",
+    "PARTIAL",
     "PROVENANCE",
     "RECORD_START",
     "TOLERATED",
@@ -511,4 +541,5 @@ __all__ = [
     "native_reading",
     "record_fields",
     "with_computed_columns",
+    "yields_row",
 ]

@@ -1023,6 +1023,7 @@ class Decoders(Target):
         from dagster_kafka_flinklike.source.reader import spark_schema
         from dagster_kafka_flinklike.source.records import (
             ERROR,
+            PARTIAL,
             RECORD_START,
             decode_records,
             record_fields,
@@ -1040,10 +1041,11 @@ class Decoders(Target):
             F.col(RECORD_START),
             F.col(ERROR).isNull(),
             F.length(F.trim(reason)) > 0,
+            F.col(PARTIAL),
         ).collect()  # (not toArrow: a JVM error while it streams leaves the caller waiting)
         stats = input_counts.stats()
-        offsets, starts, clean, reasons = (
-            (list(c) for c in zip(*out, strict=True)) if out else ([], [], [], [])
+        offsets, starts, clean, reasons, partial = (
+            (list(c) for c in zip(*out, strict=True)) if out else ([], [], [], [], [])
         )
         offsets = [o - first for o in offsets]  # (each record's index in ``cases``)
         rows = Counter(offsets)
@@ -1057,7 +1059,8 @@ class Decoders(Target):
         for offset, times in started.items():
             if times > 1:
                 found(offset, "counted twice", f"{times} rows start the record")
-        for offset in dirty:
+        kept = {o for o, p in zip(offsets, partial, strict=True) if p}
+        for offset in dirty - kept:  # (one kept as rows, its failed fields null, has its rows)
             if rows[offset] != 1:
                 found(offset, "dirty record in several rows", f"{rows[offset]} rows")
         for offset, ok in zip(offsets, reasons, strict=True):

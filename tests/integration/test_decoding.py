@@ -18,7 +18,9 @@ from dagster_kafka_flinklike.options import client_config, parse_header_filter
 from dagster_kafka_flinklike.source.enumerator import KafkaSplit
 from dagster_kafka_flinklike.source.reader import read_splits
 from dagster_kafka_flinklike.source.records import (
+    DIRTY_COLUMNS,
     ERROR,
+    PARTIAL,
     PROVENANCE,
     TOLERATED,
     decode_records,
@@ -197,8 +199,7 @@ def test_metadata_columns_with_create_time(kafka_bootstrap, new_topic, spark) ->
     decoded = read_table(spark, spec)
     assert decoded.columns == [
         *(c["name"] for c in METADATA_COLUMNS),
-        ERROR,
-        TOLERATED,
+        *DIRTY_COLUMNS,
         *PROVENANCE,
     ]
     assert dict(decoded.dtypes)["hdrs"] == "map<string,binary>"
@@ -282,6 +283,9 @@ def test_value_only_json_with_metadata_timestamp(kafka_bootstrap, new_topic, spa
     )
     assert got[1][ERROR] == "value (json): field 'user_id': 'x' is not a valid BIGINT"
     assert got[1][TOLERATED] is True
+    # As Flink under 'json.ignore-parse-errors': the row stays, the field that failed null.
+    assert got[1][PARTIAL] is True
+    assert physical(got[1], ["user_id", "item_id", "behavior"]) == (None, None, None)
 
 
 USER_COLUMNS = [
@@ -322,6 +326,7 @@ def test_json_key_and_value_with_all_fields_in_value(kafka_bootstrap, new_topic,
     assert [physical(r, names) for r in got[:2]] == [(1, 2, "buy"), (3, 4, "cart")]
     assert got[2][ERROR] == "key (json): malformed JSON: {oops"
     assert got[2][TOLERATED] is True  # tolerated by 'key.json.ignore-parse-errors'
+    assert got[2][PARTIAL] is False  # malformed: as Flink, no key row, so no row at all
     # Both sides of the clean records decoded natively: their raw value is not carried on,
     # only its size. The dirty record (its key) keeps its value for samples and dead letters.
     assert [r["__dkf_value"] for r in got[:2]] == [None, None]
