@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import KafkaClientError, KafkaErrorKind, OffsetsError, classify_kafka_error
+from .errors import KafkaClientError, OffsetsError
 from .options import client_config
 from .run.tables import KafkaClients, ResolvedTable
 from .source.admin import NO_ANSWER, KafkaAdmin
@@ -89,12 +89,16 @@ class BudgetedAdmin(KafkaAdmin):
         self.deadline = deadline
         self.cluster_key = cluster_key
         self.memo = memo if memo is not None else Memo()
-        #: librdkafka settings of a consumer of the table (its committed offsets).
-        self.consumer = dict(consumer or client_config(properties, role="consumer"))
         self.budget_s = budget_s
         self._request_timeout_s = timeout_s
         self.servers = str(dict(properties).get("bootstrap.servers", "?"))
-        super().__init__(properties, group_id, client=client, timeout_s=timeout_s)
+        super().__init__(
+            properties,
+            group_id,
+            client=client,
+            timeout_s=timeout_s,
+            consumer=consumer or client_config(properties, role="consumer"),
+        )
 
     @property
     def timeout_s(self) -> float:
@@ -186,59 +190,6 @@ class BudgetedAdmin(KafkaAdmin):
     def high_watermarks(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """High watermarks (see :meth:`KafkaAdmin.high_watermarks`)."""
         return self._answered("high watermark", super().high_watermarks, partitions)
-
-    def committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets (require-stable), asked through a consumer of the
-        group; partitions without one are absent.
-
-        Raises:
-            OffsetsError: no consumer group is set, or the coordinator did not answer.
-        """
-        if not self.group_id or not partitions:
-            return super().committed_offsets(partitions)
-        from confluent_kafka import Consumer, KafkaException
-        from confluent_kafka import TopicPartition as CTopicPartition
-
-        config = dict(self.consumer)
-        config.update(
-            {
-                "group.id": self.group_id,
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                # librdkafka asks for stable offsets (KIP-447) under read_committed.
-                "isolation.level": "read_committed",
-            }
-        )
-        wanted = [CTopicPartition(t, p) for t, p in dict.fromkeys(partitions)]
-        consumer = Consumer(config)
-        try:
-            while True:
-                try:
-                    answer = consumer.committed(wanted, timeout=self.timeout_s)
-                    break
-                except KafkaException as exc:
-                    left = self.deadline - time.monotonic()
-                    if (
-                        classify_kafka_error(exc) != KafkaErrorKind.RETRIABLE
-                        or left < _RETRY_PAUSE_S + _MIN_REQUEST_S
-                    ):
-                        raise OffsetsError(
-                            f"Could not read the committed offsets of consumer group "
-                            f"{self.group_id!r} from Kafka at {self.servers}: {exc}"
-                        ) from exc
-                time.sleep(_RETRY_PAUSE_S)
-        finally:
-            consumer.close()
-        found: dict[TopicPartition, int] = {}
-        for tp in answer:
-            if tp.error is not None:
-                raise OffsetsError(
-                    f"Could not read the committed offset of {tp.topic}-{tp.partition} of "
-                    f"consumer group {self.group_id!r}: {tp.error}"
-                )
-            if tp.offset >= 0:
-                found[(tp.topic, tp.partition)] = tp.offset
-        return found
 
 
 class BudgetedClients(KafkaClients):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
@@ -170,6 +171,8 @@ class KafkaAdmin:
             ``properties`` when not given.
         timeout_s: how long a request, with its retries, may take (a sensor tick wants less
             than a run).
+        consumer: librdkafka settings of a consumer of the cluster (for the group's committed
+            offsets); built from ``properties`` when not given.
 
     Example:
         >>> admin = KafkaAdmin({"bootstrap.servers": "localhost:9092"}, group_id="g")
@@ -184,13 +187,14 @@ class KafkaAdmin:
         *,
         client: AdminClient | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        consumer: Mapping[str, Any] | None = None,
     ) -> None:
         self._properties = dict(properties)
+        self._consumer = dict(consumer) if consumer is not None else None
         self.group_id: str | None = group_id or self._properties.get("group.id") or None
         isolation = self._properties.get("isolation.level", "read_committed").strip().lower()
         self.read_committed = isolation != "read_uncommitted"
         self.timeout_s = timeout_s
-        self._ready_groups: set[str] = set()
         if client is None:
             client = admin_client(client_config(self._properties, role="admin"))
         self.client = client
@@ -458,45 +462,50 @@ class KafkaAdmin:
                     ) from exc
             time.sleep(_RETRY_PAUSE_S)
 
-    def _await_coordinator(self, group: str) -> None:
-        """Wait until the group's coordinator answers (describe the group, with retries).
+    def _group_consumer(self, group: str) -> Any:
+        """A consumer of ``group`` that never joins it, to read the group's committed offsets.
 
-        librdkafka crashes the process when an OffsetFetch of the admin client is answered
-        NOT_COORDINATOR (a new cluster, a restarted broker; librdkafka issue 5040): asking the
-        coordinator something harmless first, until it answers, keeps that answer away.
+        Not the admin client's OffsetFetch: librdkafka crashes the process when an admin client's
+        OffsetFetch is answered NOT_COORDINATOR (a coordinator that moved, a broker restarted:
+        librdkafka issue 5040), where a consumer looks the coordinator up again.
         """
-        if group in self._ready_groups:
-            return
-
-        def describe() -> None:
-            futures = self.client.describe_consumer_groups([group], request_timeout=self.timeout_s)
-            futures[group].result()
-
-        self._group_call("reach the coordinator", describe)
-        self._ready_groups.add(group)
+        if self._consumer is None:
+            self._consumer = client_config(self._properties, role="consumer")
+        config = dict(self._consumer)
+        config.update(
+            {
+                "group.id": group,
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                # librdkafka asks for stable offsets (KIP-447) under read_committed.
+                "isolation.level": "read_committed",
+            }
+        )
+        return Consumer(config)
 
     def _fetch_committed(
         self, group: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        self._await_coordinator(group)
-
-        def fetch() -> dict[TopicPartition, int]:
-            request = ConsumerGroupTopicPartitions(
-                group, [CTopicPartition(t, p) for t, p in dict.fromkeys(partitions)]
+        wanted = [CTopicPartition(t, p) for t, p in dict.fromkeys(partitions)]
+        consumer = self._group_consumer(group)
+        try:
+            answer = self._group_call(
+                "read the committed offsets",
+                lambda: consumer.committed(wanted, timeout=self.timeout_s),
             )
-            futures = self.client.list_consumer_group_offsets(
-                [request], require_stable=True, request_timeout=self.timeout_s
-            )
-            result = futures[group].result()
-            found: dict[TopicPartition, int] = {}
-            for tp in result.topic_partitions:
-                if tp.error is not None:
-                    raise KafkaException(tp.error)
-                if tp.offset >= 0:
-                    found[(tp.topic, tp.partition)] = tp.offset
-            return found
-
-        return self._group_call("read the committed offsets", fetch)
+        finally:
+            consumer.close()
+        found: dict[TopicPartition, int] = {}
+        for tp in answer:
+            if tp.error is not None:
+                raise OffsetsError(
+                    f"Could not read the committed offset of {tp.topic}-{tp.partition} of "
+                    f"consumer group {group!r} on the Kafka cluster at {self.bootstrap}: "
+                    f"{tp.error}"
+                )
+            if tp.offset >= 0:
+                found[(tp.topic, tp.partition)] = tp.offset
+        return found
 
     def committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets (require-stable); partitions without one are absent.
