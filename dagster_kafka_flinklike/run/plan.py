@@ -35,7 +35,7 @@ def check_group_is_free(table: ResolvedTable, admin: KafkaAdmin) -> None:
     Raises:
         KafkaOptionsError: the option is true and the group has active members.
     """
-    if table.spec.check_duplicated_group_id and admin.active_members():
+    if table.spec.check_duplicated_group_id and admin.group_in_use():
         raise KafkaOptionsError(
             f"Consumer group {admin.group_id!r} has active members and "
             f"'scan.check.duplicated.group.id' is true: another job uses the group.",

@@ -82,14 +82,24 @@ def transactional_id(prefix: str, asset: str, index: int = 0) -> str:
     return f"{prefix}-{asset}-{index}"
 
 
+#: How long to wait before asking again for brokers' settings the cluster did not give.
+_SETTINGS_PAUSE_S = 0.5
+
+
 def broker_max_transaction_timeout_ms(admin: KafkaAdmin) -> int | None:
     """The smallest ``transaction.max.timeout.ms`` of the cluster's brokers (None if unknown).
 
     Raises:
         KafkaClientError: the brokers did not answer.
     """
-    values = [int(v) for v in admin.broker_config("transaction.max.timeout.ms")]
-    return min(values) if values else None
+    # A cluster that was just down or paused may answer without any broker's settings for a
+    # moment: asked again then, as the default the producer would fall back on may exceed them.
+    deadline = time.monotonic() + admin.timeout_s
+    while True:
+        values = [int(v) for v in admin.broker_config("transaction.max.timeout.ms")]
+        if values or time.monotonic() >= deadline:
+            return min(values) if values else None
+        time.sleep(_SETTINGS_PAUSE_S)
 
 
 def transaction_timeout_ms(properties: Mapping[str, Any], broker_max_ms: int | None) -> int:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
+    ConsumerGroupState,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -463,15 +463,19 @@ class KafkaAdmin:
             time.sleep(_RETRY_PAUSE_S)
 
     def _group_consumer(self, group: str) -> Any:
-        """A consumer of ``group`` that never joins it, to read the group's committed offsets.
+        """A consumer of ``group`` that never joins it, to read and commit the group's offsets.
 
-        Not the admin client's OffsetFetch: librdkafka crashes the process when an admin client's
-        OffsetFetch is answered NOT_COORDINATOR (a coordinator that moved, a broker restarted:
-        librdkafka issue 5040), where a consumer looks the coordinator up again.
+        Not the admin client's group requests: librdkafka crashes the process when an admin
+        client's OffsetFetch is answered NOT_COORDINATOR (librdkafka issue 5040), and aborts it
+        when any of its coordinator requests (offsets, commits, describe) meets a coordinator
+        that went away (issue 4605); a consumer looks the coordinator up again.
         """
         if self._consumer is None:
             self._consumer = client_config(self._properties, role="consumer")
         config = dict(self._consumer)
+        # A commit waits for the coordinator as long as a session lasts: no longer than a
+        # request may.
+        session_ms = max(1000, int(self.timeout_s * 1000))
         config.update(
             {
                 "group.id": group,
@@ -479,6 +483,8 @@ class KafkaAdmin:
                 "enable.partition.eof": False,
                 # librdkafka asks for stable offsets (KIP-447) under read_committed.
                 "isolation.level": "read_committed",
+                "session.timeout.ms": session_ms,
+                "heartbeat.interval.ms": max(1, session_ms // 3),
             }
         )
         return Consumer(config)
@@ -537,40 +543,51 @@ class KafkaAdmin:
         return {tp: committed.get(tp) for tp in partitions}
 
     def commit_group_offsets(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit ``offsets`` to the source's consumer group (for monitoring, as Flink does).
+        """Commit ``offsets`` to the source's consumer group (for monitoring, as Flink does),
+        through a consumer of the group that never joins it (see :meth:`_group_consumer`).
 
         Raises:
-            OffsetsError: the broker refused the commit (e.g. the group has active members).
+            OffsetsError: the broker refused the commit (e.g. the group has active members), or
+                the group's coordinator did not answer in time.
         """
         group = self.group_id
         if not group or not offsets:
             return
-        request = ConsumerGroupTopicPartitions(
-            group, [CTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        )
+        wanted = [CTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        consumer = self._group_consumer(group)
 
         def commit() -> None:
-            futures = self.client.alter_consumer_group_offsets(
-                [request], request_timeout=self.timeout_s
-            )
-            result = futures[group].result()
-            for tp in result.topic_partitions:
+            for tp in consumer.commit(offsets=wanted, asynchronous=False) or ():
                 if tp.error is not None:
                     raise KafkaException(tp.error)
 
-        self._group_call("commit offsets", commit)
+        try:
+            self._group_call("commit offsets", commit)
+        finally:
+            consumer.close()
 
-    def active_members(self) -> int:
-        """How many members the source's consumer group has right now (0 when it has none)."""
+    def group_in_use(self) -> bool:
+        """Whether the source's consumer group has members right now (one that is rebalancing
+        counts; so does one in a state this client does not know).
+
+        Asked of every broker (ListGroups), not of the group's coordinator: librdkafka aborts
+        the process when an admin client's coordinator request meets a coordinator that went
+        away (librdkafka issue 4605).
+        """
         group = self.group_id
         if not group:
-            return 0
+            return False
 
-        def describe() -> int:
-            futures = self.client.describe_consumer_groups([group], request_timeout=self.timeout_s)
-            return len(futures[group].result().members or ())
+        def ask() -> bool:
+            answer = self.client.list_consumer_groups(request_timeout=self.timeout_s).result()
+            for listing in answer.valid or ():
+                if listing.group_id == group:
+                    return listing.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)
+            for error in answer.errors or ():  # a broker that did not answer may hold it
+                raise error
+            return False
 
-        return self._group_call("describe the members", describe)
+        return self._group_call("list the groups", ask)
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "INTERNAL_TOPICS", "KafkaAdmin", "admin_client"]
