@@ -584,7 +584,8 @@ class KafkaAdmin:
                 if listing.group_id == group:
                     return listing.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)
             for error in answer.errors or ():  # a broker that did not answer may hold it
-                raise error
+                # (librdkafka's per-broker errors come as KafkaError, not as exceptions)
+                raise error if isinstance(error, BaseException) else KafkaException(error)
             return False
 
         return self._group_call("list the groups", ask)

@@ -600,3 +600,63 @@ def test_a_killed_partition_leader_gives_the_right_answers_or_reasons_in_time(
     after = observers.evaluate("new leaders elected")
     observers.assert_right(after)
     assert after["new_data"].run_keys != before["new_data"].run_keys  # the new records
+
+
+def test_group_requests_survive_a_killed_coordinator(cluster: EmbeddedKafkaCluster) -> None:
+    """Reading, committing and asking about consumer groups while their coordinators are
+    killed: each request answers or fails with the connector's own error, and the process
+    lives. (librdkafka's admin client aborts the process when a coordinator it asked about a
+    group goes away; the connector asks those questions through consumers of the group and
+    ListGroups.)"""
+    from dagster_kafka_flinklike.errors import KafkaConnectorError
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
+
+    topic = _topic(cluster.bootstrap_servers, f"groups-{time.time_ns()}")
+    partitions = [(topic, p) for p in range(PARTITIONS)]
+    groups = [f"{topic}-g{i}" for i in range(4)]
+    admins = {g: KafkaAdmin({"bootstrap.servers": cluster.bootstrap_servers}, g) for g in groups}
+    for admin in admins.values():
+        admin.commit_group_offsets(dict.fromkeys(partitions, 0))
+    answered: Counter[str] = Counter()
+    refused: list[BaseException] = []
+    done = time.monotonic() + 3600
+
+    def ask(worker: int) -> None:
+        step = 0
+        while time.monotonic() < done:
+            admin = admins[groups[(worker + step) % len(groups)]]
+            admin.timeout_s = 5.0
+            try:
+                if step % 3 == 0:
+                    admin.committed_offsets(partitions)
+                elif step % 3 == 1:
+                    admin.commit_group_offsets(dict.fromkeys(partitions, step))
+                else:
+                    admin.group_in_use()
+                answered[worker] += 1
+            except KafkaConnectorError:
+                answered["refused"] += 1
+            except BaseException as exc:
+                refused.append(exc)
+                return
+            step += 1
+
+    with ThreadPoolExecutor(3) as pool:
+        workers = [pool.submit(ask, w) for w in range(3)]
+        try:
+            for node in cluster.nodes[:2]:  # among them the coordinators of some groups
+                time.sleep(2)
+                _signal(cluster, node.node_id, signal.SIGKILL)
+                time.sleep(3)
+                _restart(cluster)
+        finally:
+            done = time.monotonic()
+        for worker in workers:
+            worker.result()
+    assert not refused, refused
+    assert all(answered[w] > 0 for w in range(3)), answered
+    print(f"group requests through two coordinator kills: {dict(answered)}")
+    for admin in admins.values():  # every group's offsets still read back, as last committed
+        admin.timeout_s = 60.0
+        committed = admin.committed_offsets(partitions)
+        assert set(committed) == set(partitions) and len(set(committed.values())) == 1
