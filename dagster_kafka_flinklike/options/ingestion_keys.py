@@ -133,7 +133,8 @@ INGESTION_KEYS: dict[str, dict[str, IngestionKey]] = {
                "With ignore-errors: fail the run past this many dirty records (-1: no limit).",
                **_T),
             _k("ingestion.dead-letter.topic", "String", None,
-               "Also write skipped dirty records there (raw bytes, provenance in headers).", **_T),
+               "Also write tolerated dirty records there (raw bytes, provenance in headers).",
+               **_T),
             _k("debezium-json.distributed-tables", "Boolean", "false",
                "Accepted: every run reads all partitions together, so a table may always span "
                "partitions.", parse=parse_bool, **_DBZ),
