@@ -27,6 +27,8 @@ from ._service import HOST, StartedWhileUsed, port_is_free, write_json_atomic
 __all__ = ["EmbeddedKafkaCluster"]
 
 logger = logging.getLogger(__name__)
+#: A node that exited during startup is started again only when at least this much time is left.
+_SECOND_START_S = 30.0
 
 CLUSTER_FILE = "cluster.json"
 
@@ -160,11 +162,24 @@ class EmbeddedKafkaCluster(StartedWhileUsed):
         nodes = self.nodes
         deadline = time.monotonic() + timeout
         with ThreadPoolExecutor(len(nodes), thread_name_prefix="dkf-kafka-node") as pool:
-            started = [pool.submit(n.start, timeout) for n in nodes]
+            started = [pool.submit(self._start_node, n, deadline) for n in nodes]
             for future in started:
                 future.result()
         self.wait_formed(max(1.0, deadline - time.monotonic()))
         return self.bootstrap_servers
+
+    @staticmethod
+    def _start_node(node: EmbeddedKafka, deadline: float) -> None:
+        """Start ``node``, and start it again once when it exits during startup while time is
+        left: a restarted node gives up when the controller quorum, itself recovering, does not
+        register it in time (Kafka leaves restarting it to a supervisor, which this is)."""
+        try:
+            node.start(max(1.0, deadline - time.monotonic()))
+        except EmbeddedKafkaError as exc:
+            if deadline - time.monotonic() < _SECOND_START_S:
+                raise
+            logger.warning("Kafka node %s: %s; starting it again.", node.data_dir, exc)
+            node.start(max(1.0, deadline - time.monotonic()))
 
     def wait_formed(self, timeout: float = 60) -> None:
         """Wait until the metadata lists every node as a broker.
