@@ -402,7 +402,7 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
         side_errors.insert(0, F.col(stamp_error))
         tolerated = tolerated & F.col(stamp_error).isNull()
     error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
-    partial = tolerated
+    partial = F.lit(True)  # every dirty side kept as a row
     for name in sides:
         side_error = F.col(f"__dkf_{name}_error")
         tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
