@@ -5,16 +5,22 @@ Spark's reader gives a JSON number read into a STRING column through a double (`
 ``1.5``, ``1e2`` becomes ``100.0``), while Flink keeps the number as written; it fails a record
 with a number beyond DECIMAL(38), where Flink gives null; it reads a DECIMAL string with commas
 (dropping them) or spaces around it (failing it), where Flink fails the first and trims the
-second; and rescaling a DECIMAL with an exponent of millions costs its task seconds or more (growing
-with the exponent). The reader's
-tasks run this pass on the records that the native decoding left (see :mod:`._arrow_json`),
-where the bytes are. Along the table's type tree (nested rows, arrays and maps too):
+second; it fails a number with a fraction or an exponent in an INT or BIGINT column, where
+Flink truncates it; it reads a number beyond a double's range as a text it cannot convert, where
+Flink gives infinity for a FLOAT or DOUBLE; and rescaling a DECIMAL with an exponent of millions
+costs its task seconds or more (growing with the exponent). The reader's tasks run this pass on
+the records that the native decoding left (see :mod:`._arrow_json`), where the bytes are.
+Along the table's type tree (nested rows, arrays and maps too):
 
 - a number in a STRING position is quoted;
 - a DECIMAL of 10^(38 - scale) or more becomes ``null``, and one with a huge negative exponent
   that rounds to zero becomes ``0``;
 - a DECIMAL string is written trimmed and unescaped, or, with a comma, put in an array, so
-  that Spark's reader fails the record as Flink does.
+  that Spark's reader fails the record as Flink does;
+- in an INT or BIGINT position, a number with a fraction or an exponent becomes its double's
+  value truncated toward zero when that is in range (Jackson's conversion, which Flink's
+  readings use), and stays as it is (dirty) when not;
+- in a FLOAT or DOUBLE position, a number beyond a double's range is quoted (infinity).
 
 Only records that change are given (the rest are null), and only to the per-record decoding:
 the record's own bytes stay what errors and samples show.
@@ -26,6 +32,7 @@ otherwise, with the same results.
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from collections.abc import Sequence
@@ -37,6 +44,12 @@ from ._scanners import TEXT_TYPES, scanner
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+#: The kinds of the scalar positions the pass rewrites: STRING, DECIMAL, INT, BIGINT, FLOAT and
+#: DOUBLE.
+_LEAVES = "SDILF"
+#: INT's and BIGINT's ranges as Jackson checks a double before truncating it (``(double)
+#: Long.MAX_VALUE`` is 2^63, which truncates to Long.MAX_VALUE).
+_RANGES = {"I": (-(2.0**31), 2.0**31 - 1), "L": (-(2.0**63), 2.0**63)}
 #: A DECIMAL's exponent from which a value that rounds to zero is written as 0.
 EXPONENT_LIMIT = 1000
 _NODE = struct.Struct("<BBHIII")
@@ -51,6 +64,12 @@ def _kind(t: FlinkType) -> str:
         return "S"
     if t.name == "DECIMAL":
         return "D"
+    if t.name == "INT":
+        return "I"
+    if t.name == "BIGINT":
+        return "L"
+    if t.name in ("FLOAT", "DOUBLE"):
+        return "F"
     if t.name == "ROW":
         return "R"
     if t.name in ("ARRAY", "MULTISET"):
@@ -61,9 +80,9 @@ def _kind(t: FlinkType) -> str:
 
 
 def _matters(t: FlinkType) -> bool:
-    """Whether a value of type ``t`` has a STRING or DECIMAL position."""
+    """Whether a value of type ``t`` has a position the pass rewrites (see :data:`_LEAVES`)."""
     kind = _kind(t)
-    if kind in "SD":
+    if kind in _LEAVES:
         return True
     children = t.children[1:] if kind == "M" else t.children
     return any(_matters(c) for c in children)
@@ -106,7 +125,7 @@ class ExactJson:
 
 def exact_json(columns: Sequence[Column], node: bool = False) -> ExactJson | None:
     """The pass for ``columns`` (``node``: as Flink's node-based reading); None when they have
-    no STRING or DECIMAL position."""
+    no position it rewrites."""
     if not any(_matters(c.flink_type) for c in columns):
         return None
     return ExactJson(columns, node)
@@ -159,6 +178,7 @@ def _reject(token: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(
+    strict=False,  # raw control characters in strings, as Flink's reader takes them
     object_pairs_hook=_Object,
     parse_float=_Number,
     parse_int=_Number,
@@ -228,6 +248,17 @@ def _node_text(number: str) -> str | None:
     return str(Decimal((sign, digits, exponent)))
 
 
+def _truncated(number: str, kind: str) -> str | None:
+    """What Flink gives an INT (``kind`` I) or BIGINT (L) for a JSON number with a fraction or
+    an exponent: the double's value truncated toward zero; None when it is out of range (as it
+    is, the record is dirty, as in Flink)."""
+    value = float(number)
+    low, high = _RANGES[kind]
+    if not low <= value <= high:  # also infinity
+        return None
+    return str(min(int(value), 2**63 - 1))
+
+
 def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: bool) -> Any:
     kind = _kind(t)
     if kind == "R" and isinstance(value, _Object):
@@ -245,6 +276,15 @@ def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: bool) -> Any:
             return value
         changed[0] = True
         return text
+    if kind in "IL" and isinstance(value, _Number) and not value.lstrip("-").isdigit():
+        truncated = _truncated(value, kind)
+        if truncated is None:
+            return value
+        changed[0] = True
+        return _Number(truncated)
+    if kind == "F" and isinstance(value, _Number) and math.isinf(float(value)):
+        changed[0] = True
+        return str(value)  # its text, which Spark's reader gives as infinity, as Flink does
     if kind == "D" and isinstance(value, _Number):
         replaced = _decimal_replacement(value, _scale(t))
         changed[0] = changed[0] or replaced is not value

@@ -16,7 +16,10 @@ TIMESTAMP = {
     "SQL": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?",
     "ISO-8601": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?",
 }
+#: An integer as Java's ``Integer.parseInt`` reads a trimmed text (what Flink gives a TINYINT to
+#: BIGINT from a JSON string or a CSV field): a sign, digits, blanks (up to U+0020) around.
+INTEGER = r"^[\x00-\x20]*[+-]?[0-9]+[\x00-\x20]*$"
 #: A decimal number, possibly in scientific notation, with surrounding blanks.
 NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
 
-__all__ = ["DATE", "NUMBER", "TIME", "TIMESTAMP"]
+__all__ = ["DATE", "INTEGER", "NUMBER", "TIME", "TIMESTAMP"]

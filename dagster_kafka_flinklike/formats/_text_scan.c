@@ -71,7 +71,8 @@ typedef struct {
     const uint8_t *p, *end;
 } Cursor;
 
-/* Character classes for the string fast path: 1 = ends a plain run ('"', '\\', control, non-ASCII). */
+/* Character classes for the string fast path: 1 = ends a plain run ('"', '\\', non-ASCII); raw
+ * control characters are content, as Flink's JSON reader takes them. */
 static uint8_t SPECIAL[256];
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -149,7 +150,8 @@ static int reserve(Buffer *b, Py_ssize_t more) {
 /*
  * A JSON string at c->p (just after its opening quote). With col, its unescaped content is
  * appended to that buffer. Returns 0, -1 when the record is left undecoded, -2 out of memory.
- * Lone surrogate escapes are accepted only when the content is not kept.
+ * Lone surrogate escapes are accepted only when the content is not kept. Raw control characters
+ * are content, as Flink's JSON reader (Jackson with ALLOW_UNESCAPED_CONTROL_CHARS) takes them.
  */
 static int scan_string(Cursor *c, Buffer *col) {
     const uint8_t *p = c->p, *end = c->end;
@@ -170,8 +172,6 @@ static int scan_string(Cursor *c, Buffer *col) {
             c->p = p + 1;
             return 0;
         }
-        if (b < 0x20)
-            return -1; /* a raw control character */
         if (b >= 0x80) {
             int n = utf8_sequence(p, end);
             if (n == 0)
@@ -1250,6 +1250,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  *       reader fails the record as Flink does (it would drop the commas); one whose content has
  *       spaces around it or escapes is written trimmed and unescaped, as Flink reads it.
  *
+ *   INT, BIGINT: a number with a fraction or an exponent becomes its double's value truncated
+ *       toward zero (as Jackson converts it for Flink) when that is in range, and is left as it
+ *       is (the record dirty, as in Flink) when not.
+ *   FLOAT, DOUBLE: a number beyond a double's range is quoted (Spark's reader then gives
+ *       infinity, as Flink does; it cannot convert the number itself).
+ *
  * In node mode (Flink's node-based reading, which its changelog formats' envelopes go through)
  * a number in a STRING position is quoted as that reading gives it (see node_number_text) and a
  * DECIMAL string is not trimmed.
@@ -1257,7 +1263,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  * A record that is not one well-formed JSON document is left as it is (its decoding reports it).
  */
 typedef struct {
-    uint8_t kind;         /* 'R' row, 'A' array, 'M' map, 'S' string, 'D' decimal, 'X' other */
+    uint8_t kind;         /* 'R' row, 'A' array, 'M' map, 'S' string, 'D' decimal, 'I' INT,
+                             'L' BIGINT, 'F' FLOAT or DOUBLE, 'X' other */
     uint8_t scale;
     uint16_t n_children;  /* rows: fields; arrays, maps: 1 (element, value) */
     uint32_t first_child; /* index of the first child node */
@@ -1416,6 +1423,39 @@ static int node_number_text(const Number *n, Buffer *out) {
     return 1;
 }
 
+/* A number's value as strtod reads its whole text (a copy on the heap when it is long): 0, or -2
+ * out of memory. */
+static int number_strtod(const Number *n, double *out) {
+    Py_ssize_t length = n->end - n->start;
+    char small[MAX_NUMBER];
+    char *text = length < MAX_NUMBER ? small : PyMem_Malloc((size_t)length + 1);
+    if (text == NULL)
+        return -2;
+    memcpy(text, n->start, (size_t)length);
+    text[length] = '\0';
+    *out = strtod(text, NULL);
+    if (text != small)
+        PyMem_Free(text);
+    return 0;
+}
+
+/* What Flink gives an INT (kind 'I') or BIGINT ('L') for a number with a fraction or an
+ * exponent: 1 with the double's value truncated toward zero in text (Jackson's range check
+ * first: (double)Long.MAX_VALUE is 2^63, which truncates to Long.MAX_VALUE), 0 when it is out of
+ * range, -2 out of memory. */
+static int truncated_integer(const Number *n, char kind, char text[32]) {
+    double value;
+    if (number_strtod(n, &value) < 0)
+        return -2;
+    double low = kind == 'I' ? -2147483648.0 : -9223372036854775808.0;
+    double high = kind == 'I' ? 2147483647.0 : 9223372036854775808.0;
+    if (!(value >= low && value <= high)) /* also infinity */
+        return 0;
+    long long truncated = value >= 9223372036854775808.0 ? LLONG_MAX : (long long)value;
+    snprintf(text, 32, "%lld", truncated);
+    return 1;
+}
+
 static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth);
 
 /* The members of an object or the elements of an array at c->p, each rewritten along its node
@@ -1497,6 +1537,27 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
                 return r;
             const uint8_t *text = (const uint8_t *)w->text.data;
             return replace(w, start, c->p, NULL, text, text + w->text.used, '"', '"');
+        }
+        break;
+    case 'I': case 'L': case 'F':
+        if (is_number) {
+            const uint8_t *start = c->p;
+            Number n;
+            if (scan_number(c, &n) < 0)
+                return -1;
+            if (n.frac_digits == NULL && !n.has_exponent)
+                return 0;
+            if (node->kind == 'F') {
+                double value;
+                if (leading_exponent(&n) < 308 || n.exponent <= -100000)
+                    return 0;
+                if (number_strtod(&n, &value) < 0)
+                    return -2;
+                return isinf(value) ? replace(w, start, c->p, NULL, start, c->p, '"', '"') : 0;
+            }
+            char text[32];
+            int r = truncated_integer(&n, (char)node->kind, text);
+            return r == 1 ? replace(w, start, c->p, text, NULL, NULL, 0, 0) : r;
         }
         break;
     case 'D': {
@@ -1582,7 +1643,7 @@ static PyObject *exact(PyObject *self, PyObject *args) {
                         t->n_children > n_nodes - t->first_child ||
                         (t->kind != 'R' && t->n_children != 1))) ||
             t->name_at > names_len || t->name_len > names_len - t->name_at ||
-            !strchr("RAMSDX", t->kind ? t->kind : '?') || t->scale > 38) {
+            !strchr("RAMSDILFX", t->kind ? t->kind : '?') || t->scale > 38) {
             free(nodes);
             PyErr_Format(PyExc_ValueError, "type tree node %zd is malformed", i);
             return NULL;
@@ -1721,6 +1782,6 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__text_scan(void) {
     for (int b = 0; b < 256; b++)
-        SPECIAL[b] = (uint8_t)(b == '"' || b == '\\' || b < 0x20 || b >= 0x80);
+        SPECIAL[b] = (uint8_t)(b == '"' || b == '\\' || b >= 0x80);
     return PyModule_Create(&MODULE);
 }

@@ -7,16 +7,20 @@ Decoding follows Flink's CSV format:
 - ``field-delimiter``, ``quote-character`` (a doubled quote inside a quoted field is a literal
   quote), ``disable-quote-character``, ``escape-character`` (escapes inside quoted fields; none
   by default), ``allow-comments`` (a record starting with ``#`` yields no row).
-- A row whose number of fields differs from the table's is dirty, as is a value that does not
-  convert to its column's type (an empty field is an empty STRING and is dirty for numbers,
-  dates and timestamps, as in Flink).
+- A row whose number of fields differs from the table's is dirty (one trailing empty field
+  beyond them is allowed, as Flink's parser allows a trailing delimiter), as is a value that
+  does not convert to its column's type (an empty field is an empty STRING and is dirty for
+  numbers, dates and timestamps, as in Flink), and a row whose quoting is broken (a quoted field
+  not closed, or text after its closing quote other than spaces; a quote inside an unquoted
+  field is text), which Flink's parser fails and Spark's would read leniently.
 - ``null-literal``: a field with exactly this text is NULL (no literal by default).
 - ``array-element-delimiter`` separates the elements of an ARRAY column and the fields of a
   ROW column. Elements and nested fields are scalars; MAP and MULTISET are not supported.
 - Scalars convert as in the ``json`` format; TIMESTAMP is ``2020-12-30 12:13:14.123`` and
   TIMESTAMP_LTZ the same in UTC, with or without a trailing ``Z`` (written with it).
 - ``ignore-parse-errors``: a failing record is still dirty (counted and collected) but
-  tolerated: the run skips it instead of failing.
+  tolerated, as Flink tolerates it: a record whose fields fail or are missing keeps its row,
+  with null in those fields; one with too many fields or broken quoting is skipped.
 - A null or empty value yields no row; one trailing line break is ignored.
 
 Encoding writes the same shape; ``write-bigdecimal-in-scientific-notation`` = false writes
@@ -143,6 +147,35 @@ def _skipped(raw: SparkColumn, settings: Mapping[str, Any]) -> SparkColumn:
     return out
 
 
+def _rx(char: str) -> str:
+    """One character as a literal in a Java regular expression (inside a class too)."""
+    return char if char.isalnum() else "\\" + char
+
+
+def _structure(text: SparkColumn, settings: Mapping[str, Any]) -> tuple[SparkColumn, SparkColumn]:
+    """How Flink's CSV parser (Jackson's) splits a record: whether its quoting is broken (a
+    quoted field not closed, or text other than spaces after its closing quote; a quote inside
+    an unquoted field is text), and how many fields it has (delimiters outside quoted fields).
+
+    Spark's CSV parser reads both kinds of broken quoting leniently, as text; Flink fails the
+    record."""
+    from pyspark.sql import functions as F
+
+    delimiter = _rx(str(settings["field-delimiter"]))
+    quote = settings.get("quote-character")
+    if quote is None:
+        return F.lit(False), F.size(F.split(text, delimiter, -1))
+    q = _rx(str(quote))
+    escape = settings.get("escape-character")
+    e = _rx(str(escape)) if escape else ""
+    body = f"[^{q}{e}]++|{q}{q}" + (f"|{e}[\\s\\S]" if e else "")
+    quoted = f"{q}(?:{body})*+{q}"
+    field = f"(?:{quoted} *+|(?!{q})[^{delimiter}]*+)"
+    well_formed = text.rlike(f"^{field}(?:{delimiter}{field})*+$")
+    unquoted = F.regexp_replace(text, quoted, "")
+    return ~well_formed, F.size(F.split(unquoted, delimiter, -1))
+
+
 def _decode(
     raw: SparkColumn,
     columns: Sequence[Column],
@@ -168,13 +201,18 @@ def _decode(
         return ", ".join([*(f"_c{i} STRING" for i in range(count)), f"{CORRUPT} STRING"])
 
     parsed = stager.put(0, "parsed", F.from_csv(text, schema(n), spark_options))
+    broken, count = _structure(text, settings)
+    broken = stager.put(0, "broken", broken)
+    count = stager.put(0, "count", count)
     literal = settings.get("null-literal")
     values, errors = [], []
     for i, column in enumerate(columns):
         t = column.flink_type
-        # An empty field is an empty text; a record not parsed here (none to decode, or one the
-        # reader decoded natively) has no fields at all, and converts nothing.
-        field = F.when(parsed.isNotNull(), F.coalesce(parsed[f"_c{i}"], F.lit("")))
+        # An empty field is an empty text, a missing one (a record with fewer fields) null; a
+        # record not parsed here (none to decode, or one the reader decoded natively) has no
+        # fields at all, and converts nothing.
+        present = parsed.isNotNull() & (F.lit(i) < count)
+        field = F.when(present, F.coalesce(parsed[f"_c{i}"], F.lit("")))
         field = _nullable(field, literal)
         if t.name in CSV_NESTED:
             value, error = _convert(field, t, column.name, settings)
@@ -187,19 +225,21 @@ def _decode(
             error = leaf_error(text_i, value, t, column.name)
         values.append(value.alias(column.name))
         errors.append(error)
-    more = F.from_csv(text, schema(n + 1), spark_options)[f"_c{n}"].isNotNull()
-    shape = F.when(
-        parsed[CORRUPT].isNotNull(),
-        F.concat(
-            F.lit(f"row length mismatch: {n} fields expected but got "),
-            F.when(more, F.lit("more")).otherwise(F.lit("fewer")),
-            F.lit(": "),
-            F.substring(text, 1, 60),
-        ),
+    # Jackson's CSV parser takes one trailing empty field beyond the declared ones.
+    trailing = (count == F.lit(n + 1)) & text.endswith(str(settings["field-delimiter"]))
+    more = (count > F.lit(n)) & ~trailing
+    mismatch = F.lit(f"row length mismatch: {n} fields expected but got ")
+    shape = (
+        F.when(broken, F.concat(F.lit("malformed CSV quoting: "), F.substring(text, 1, 60)))
+        .when(more, F.concat(mismatch, F.lit("more: "), F.substring(text, 1, 60)))
+        .when(count < F.lit(n), F.concat(mismatch, F.lit("fewer: "), F.substring(text, 1, 60)))
     )
     field_error = first_error(errors)
-    error = shape if field_error is None else shape.otherwise(field_error)
-    return _finish(raw, F.struct(*values), error, settings)
+    error = shape if field_error is None else F.coalesce(shape, field_error)
+    # Under 'ignore-parse-errors' Flink keeps the row of a record whose fields fail or are
+    # missing (those fields null) and skips one it cannot split.
+    struct = F.when(~(broken | more), F.struct(*values))
+    return _finish(raw, struct, error, settings)
 
 
 def _finish(
@@ -271,6 +311,7 @@ class Csv(StagedFormat):
     """The ``csv`` format (see the module's docstring)."""
 
     name = "csv"
+    keeps_rows = True
 
     def skipped(self, raw: SparkColumn, options: Options) -> SparkColumn:
         """Records that yield no row: a null or empty value, or a comment when comments are

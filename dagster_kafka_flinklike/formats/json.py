@@ -5,11 +5,12 @@ Decoding follows Flink's JSON format:
 - Every scalar is read as its JSON text and converted like Flink does, so numbers written as
   JSON strings (``"100.00"``) decode into numeric columns, while a non-numeric string in a
   numeric column makes the record dirty with an error naming the field. BOOLEAN is true only
-  for ``true`` (any case), as Flink's parsing of text. Integer columns (TINYINT to BIGINT)
-  accept integral values, also written as ``100.00`` or ``1e2``; a fractional value is dirty
-  (Flink truncates a fractional JSON number and rejects a fractional string; losing digits
-  silently is not done here). DECIMAL keeps every digit and becomes null when it does not fit
-  the declared precision, as in Flink.
+  for ``true`` (any case), as Flink's parsing of text. Integer columns take what Flink takes: a
+  JSON integer in range; for INT and BIGINT also a JSON number with a fraction or an exponent,
+  truncated toward zero as a double (``1.9`` is 1, ``1e2`` is 100; TINYINT and SMALLINT refuse
+  it); a string holding a sign and digits, trimmed (``"100.00"`` and ``"1e2"`` are dirty).
+  FLOAT and DOUBLE take a number beyond a double's range as infinity, as Flink does. DECIMAL
+  keeps every digit and becomes null when it does not fit the declared precision, as in Flink.
 - ``timestamp-format.standard``: ``SQL`` reads TIMESTAMP as ``2020-12-30 12:13:14.123`` and
   TIMESTAMP_LTZ as ``2020-12-30 12:13:14.123Z``; ``ISO-8601`` as ``2020-12-30T12:13:14.123`` and
   ``2020-12-30T12:13:14.123Z`` (UTC). Encoding writes the same shapes.
@@ -35,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..options import Column, FlinkType, row_type, spark_type
-from ._patterns import DATE, NUMBER, TIME, TIMESTAMP
+from ._patterns import DATE, INTEGER, NUMBER, TIME, TIMESTAMP
 from .base import Decoded, Fields, Options, StagedFormat, Stager
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,12 +54,14 @@ _BINARY = {"BYTES", "VARBINARY", "BINARY"}
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 _FLOATING = {"FLOAT", "DOUBLE"}
 _NESTED = {"ROW", "ARRAY", "MULTISET", "MAP"}
-#: Spark's JSON reader, made as strict as Flink's (Jackson defaults): no NaN tokens, no quotes.
+#: Spark's JSON reader, made to read what Flink's does: no NaN tokens, no single quotes (Jackson's
+#: defaults), raw control characters inside strings (Flink enables them).
 PARSE_OPTIONS = {
     "mode": "PERMISSIVE",
     "columnNameOfCorruptRecord": CORRUPT,
     "allowNonNumericNumbers": "false",
     "allowSingleQuotes": "false",
+    "allowUnquotedControlChars": "true",
 }
 #: The same reader for texts that are known to be JSON objects (no corrupt-record column).
 TEXT_OPTIONS = {k: v for k, v in PARSE_OPTIONS.items() if k != "columnNameOfCorruptRecord"}
@@ -107,14 +110,12 @@ def _decimal(t: FlinkType) -> tuple[int, int]:
 
 
 def _integral(text: SparkColumn, t: FlinkType) -> SparkColumn:
-    """An integer from its text: exact integers, or integral decimals such as ``100.00``."""
+    """An integer from its text as Flink parses it: a sign and digits, trimmed (``100.00`` and
+    ``1e2`` are not integers; a JSON number with a fraction reaches here truncated, see
+    :mod:`._exact_json`)."""
     from pyspark.sql import functions as F
 
-    target = spark_type(t)
-    trimmed = F.trim(text)
-    number = trimmed.try_cast("decimal(38,9)")
-    whole = F.when(number == F.floor(number), number.try_cast(target))
-    return F.coalesce(trimmed.try_cast(target), whole)
+    return F.when(text.rlike(INTEGER), text.try_cast(spark_type(t)))
 
 
 def timestamp_value(text: SparkColumn, t: FlinkType, standard: str) -> SparkColumn:

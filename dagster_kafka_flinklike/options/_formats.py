@@ -337,8 +337,9 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         _fo("quote-character", "String", '"', "Character that encloses fields.", _char(False)),
         _fo("allow-comments", "Boolean", "false", "Skip lines starting with '#'.", parse_bool),
         _fo("ignore-parse-errors", "Boolean", "false",
-            "Skip records that fail to parse (collected as dirty data) instead of failing.",
-            parse_bool),
+            "Tolerate records that fail to parse (collected as dirty data) instead of failing: "
+            "a record whose fields fail or are missing stays a row with those fields null; one "
+            "with broken quoting or too many fields is skipped.", parse_bool),
         _fo("array-element-delimiter", "String", ";", "Separator of ARRAY elements.",
             parse_string),
         _fo("escape-character", "String", None, "Escape character (none by default).",

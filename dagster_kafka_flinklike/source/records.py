@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import pickle
+from collections.abc import Collection
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +149,7 @@ def native_reading(spec: KafkaTableSpec) -> tuple[tuple[DerivedColumn, ...], She
     from pyspark.sql import types as T
 
     derived = native_columns(spec)
-    exact = _exact_columns(spec, {d.name for d in derived})
+    exact = exact_columns(spec, {d.name for d in derived})
     sides = {_native(side) for side, *_ in _sides(spec)}
     if not derived or {d.name for d in derived} != sides:
         return (*derived, *exact), None
@@ -158,9 +159,10 @@ def native_reading(spec: KafkaTableSpec) -> tuple[tuple[DerivedColumn, ...], She
     return (*derived, *exact, size), Shedding(shed, tuple(d.name for d in derived))
 
 
-def _exact_columns(spec: KafkaTableSpec, natives: set[str]) -> tuple[DerivedColumn, ...]:
+def exact_columns(spec: KafkaTableSpec, natives: Collection[str] = ()) -> tuple[DerivedColumn, ...]:
     """The sides' records rewritten for the per-record decoding where its format has such a
-    pass (see :func:`..formats.exact_pass`), computed for the records the native decoding left."""
+    pass (see :func:`..formats.exact_pass`), computed for the records the native decoding left
+    (``natives``: the names of the native columns read beside them)."""
     from pyspark.sql import types as T
 
     meta = format_metadata_keys(spec)
@@ -536,6 +538,7 @@ __all__ = [
     "TOLERATED",
     "VALUE_BYTES",
     "decode_records",
+    "exact_columns",
     "format_metadata_keys",
     "headers_map",
     "native_reading",

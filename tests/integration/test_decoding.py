@@ -24,6 +24,7 @@ from dagster_kafka_flinklike.source.records import (
     PROVENANCE,
     TOLERATED,
     decode_records,
+    exact_columns,
     native_columns,
     record_fields,
 )
@@ -69,7 +70,8 @@ def table(
 
 def read_table(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
     """``decode_records`` over every record of the table's topics (splits built here), with the
-    formats' native decoding in the reading tasks as a run has it (unless not ``native``)."""
+    formats' native decoding and exactness passes in the reading tasks as a run has them
+    (unless not ``native``: the passes only; no raw field shed)."""
     consumer = Consumer({"bootstrap.servers": spec.bootstrap_servers, "group.id": "decoding"})
     splits = []
     try:
@@ -80,12 +82,13 @@ def read_table(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
                 splits.append(KafkaSplit(topic, p, low, high))
     finally:
         consumer.close()
+    natives = native_columns(spec) if native else ()
     raw = read_splits(
         spark,
         splits,
         client_config(spec.properties),
         record_fields(spec),
-        derived=native_columns(spec) if native else (),
+        derived=(*natives, *exact_columns(spec, {d.name for d in natives})),
     )
     return decode_records(spec, raw)
 

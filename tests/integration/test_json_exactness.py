@@ -3,7 +3,8 @@ column (top level, in a row, an array or a map) is its text as written, a DECIMA
 precision is null, a DECIMAL with an exponent of millions neither holds the run nor differs, and
 a DECIMAL string is read trimmed; and the changelog formats read their envelopes as Flink's
 node-based reading does; and 'json.ignore-parse-errors' keeps a record whose field fails as a
-row with that field null. The same script runs here and on Flink over the same topics, per
+row with that field null; and numbers into integer and floating columns are truncated, refused
+or infinite as in Flink. The same script runs here and on Flink over the same topics, per
 record (maps, decimals with exponents) and through the native decoding (flat)."""
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ CREATE TABLE canal_tolerant (id INT, s STRING) WITH (
 CREATE TABLE canal_tolerant_out (id INT, s STRING) WITH (
   'connector' = 'kafka', 'topic' = '{canal_tolerant_out}', 'format' = 'debezium-json');
 INSERT INTO canal_tolerant_out SELECT * FROM canal_tolerant;
+CREATE TABLE numbers ({number_columns}) WITH (
+  'connector' = 'kafka', 'topic' = '{numbers}', 'scan.startup.mode' = 'earliest-offset',
+  'format' = 'json', 'json.ignore-parse-errors' = 'true');
+CREATE TABLE numbers_out ({number_columns}) WITH (
+  'connector' = 'kafka', 'topic' = '{numbers_out}', 'format' = 'json');
+INSERT INTO numbers_out SELECT * FROM numbers;
+CREATE TABLE changes_numbers ({number_columns}) WITH (
+  'connector' = 'kafka', 'topic' = '{changes_numbers}', 'scan.startup.mode' = 'earliest-offset',
+  'format' = 'debezium-json', 'debezium-json.ignore-parse-errors' = 'true');
+CREATE TABLE changes_numbers_out ({number_columns}) WITH (
+  'connector' = 'kafka', 'topic' = '{changes_numbers_out}', 'format' = 'debezium-json');
+INSERT INTO changes_numbers_out SELECT * FROM changes_numbers;
 INSERT INTO decimals_out SELECT id, p, s FROM decimals;
 INSERT INTO changes_out SELECT id, s, p FROM changes;
 INSERT INTO flat_out SELECT id, s FROM flat;
@@ -79,6 +92,7 @@ TEXTS = [
     b'{"id": 4, "s": -0.0}', b'{"id": 5, "s": true}', b'{"id": 6, "s": {"a": 1.50, "b": [2]}}',
     b'{"id": 7, "s": [1.50, null]}', b'{"id": 8, "s": 123456789012345678901234567890}',
     b'{"id": 9, "s": "1.50"}', b'{"id": 10, "s": -0}', b'{"id": 11, "s": 1.5E-7}',
+    b'{"id": 12, "s": "raw\t\x01controls"}',
 ]  # fmt: skip
 #: Debezium envelopes' after images: Flink's changelog formats read them node by node, so a
 #: number into a STRING is ``BigDecimal.stripTrailingZeros().toString()`` (an integer as
@@ -122,6 +136,28 @@ TOLERANT = [
     b'{"id": 20, "s": "cut"', b'{"id": 21, "b": "yes", "ts": "2020-01-01 00:00:00"}',
     b'{"id": 22, "s": "clean", "i": 7}', b'{"id": 23, "rs": "x", "arr": [1]}',
 ]  # fmt: skip
+#: Numbers into integer and floating columns: Flink truncates a JSON number with a fraction or an
+#: exponent into INT and BIGINT (as a double, within range) and refuses it into TINYINT and
+#: SMALLINT; it parses a string as Java's parseInt does (``"100.00"`` and ``"1e2"`` fail); a
+#: number beyond a double is infinity in FLOAT and DOUBLE. The same in the changelog formats'
+#: node-based reading.
+NUMBER_COLUMNS = (
+    "id INT, t TINYINT, sm SMALLINT, i INT, bi BIGINT, f FLOAT, d DOUBLE, a ARRAY<INT>, "
+    "r ROW<i INT, d DOUBLE>"
+)
+NUMBERS = [
+    b'{"id": 1, "i": 1.9, "bi": -1.5, "t": 7, "sm": -0}',
+    b'{"id": 2, "i": 1e2, "bi": 9223372036854775806.5, "t": 1.0, "sm": 1e2}',
+    b'{"id": 3, "i": "100.00", "bi": "1e2", "t": " 42 ", "sm": "+7"}',
+    b'{"id": 4, "i": 2147483647.5, "bi": 2147483647.5, "t": 1e-400, "sm": "007"}',
+    b'{"id": 5, "i": -2147483648.9, "bi": -2147483648.9, "d": 1e400, "f": -1e400}',
+    b'{"id": 6, "i": -0.5, "bi": 1.5e10, "d": "1e400", "f": 3.4028236e38}',
+    b'{"id": 7, "a": [1.5, "2", "2.0", 3e0], "i": "\\t42\\t", "r": {"i": -7.9, "d": 1e999}}',
+    b'{"id": 8, "i": 1.5e10, "bi": 1e19, "d": 1e-400, "f": 1.5}',
+    b'{"id": 9, "bi": 9007199254740993.7, "i": "007", "sm": 40000, "t": 1.5}',
+    b'{"id": 10, "i": "\t42\n", "d": 1e400, "bi": 2.5}',  # raw control characters: as Flink
+]  # fmt: skip
+CHANGES_NUMBERS = [b'{"before": null, "after": ' + n + b', "op": "c"}' for n in NUMBERS]
 NESTED = [
     *TEXTS,
     b'{"id": 20, "m": {"k": 1.50, "j": 1e400, "o": {"x": 2.50}, "t": "1.50"}}',
@@ -137,22 +173,28 @@ def test_json_numbers_decode_as_in_flink(
     oracle: Any,
 ) -> None:
     sinks = ("decimals_out", "flat_out", "nested_out", "changes_out", "tolerant_out",
-             "changes_tolerant_out", "canal_tolerant_out")  # fmt: skip
+             "changes_tolerant_out", "canal_tolerant_out", "numbers_out",
+             "changes_numbers_out")  # fmt: skip
     sources = (
-        "decimals", "flat", "nested", "changes", "tolerant", "changes_tolerant", "canal_tolerant"
+        "decimals", "flat", "nested", "changes", "tolerant", "changes_tolerant", "canal_tolerant",
+        "numbers", "changes_numbers",
     )  # fmt: skip
     topics = {name: new_topic(1) for name in (*sources, *sinks)}
     theirs = {name: new_topic(1) for name in sinks}
     inputs = {
         "decimals": DECIMALS, "flat": TEXTS, "nested": NESTED, "changes": CHANGES,
         "tolerant": TOLERANT, "changes_tolerant": CHANGES_TOLERANT,
-        "canal_tolerant": CANAL_TOLERANT,
+        "canal_tolerant": CANAL_TOLERANT, "numbers": NUMBERS, "changes_numbers": CHANGES_NUMBERS,
     }  # fmt: skip
     for name, records in inputs.items():
         send(kafka_bootstrap, topics[name], [(r, None) for r in records])
 
     def script(sinks: dict[str, str]) -> str:
-        return SCRIPT.format(**{**topics, **sinks}, tolerant_columns=TOLERANT_COLUMNS)
+        return SCRIPT.format(
+            **{**topics, **sinks},
+            tolerant_columns=TOLERANT_COLUMNS,
+            number_columns=NUMBER_COLUMNS,
+        )
 
     flink = oracle.submit(for_flink(script(theirs)), bootstrap=kafka_bootstrap)
     run(build_flink_sql_definitions(script({})), resources, DagsterInstance.ephemeral())
@@ -168,6 +210,7 @@ def test_json_numbers_decode_as_in_flink(
     # What Flink gives, as these records expect it.
     flat = {r["id"]: r["s"] for r in values(kafka_bootstrap, topics["flat_out"])}
     assert flat[1] == "1.50" and flat[2] == "1e2" and flat[10] == "-0" and flat[11] == "1.5E-7"
+    assert flat[12] == "raw\t\x01controls"
     decimals = {r["id"]: r["p"] for r in values(kafka_bootstrap, topics["decimals_out"])}
     assert decimals[1] is None and decimals[7] == 0 and decimals[16] is None
     assert decimals[14] == 12.5
@@ -184,3 +227,12 @@ def test_json_numbers_decode_as_in_flink(
     ]
     changes = [r["after"]["s"] for r in values(kafka_bootstrap, topics["changes_out"])]
     assert changes[:5] == ["1.5", "1E+2", "x", "0", "1E-7"]
+    numbers = values(kafka_bootstrap, topics["numbers_out"])
+    assert [(r["i"], r["bi"]) for r in numbers[:2]] == [(1, -1), (100, 9223372036854775807)]
+    assert (numbers[1]["t"], numbers[1]["sm"]) == (None, None)  # TINYINT, SMALLINT: refused
+    assert (numbers[2]["i"], numbers[2]["bi"], numbers[2]["t"]) == (None, None, 42)
+    assert (numbers[4]["d"], numbers[4]["f"]) == ("Infinity", "-Infinity")  # as Flink writes them
+    assert numbers[6]["a"] == [1, 2, None, 3] and numbers[6]["r"]["i"] == -7
+    assert (numbers[9]["i"], numbers[9]["d"], numbers[9]["bi"]) == (42, "Infinity", 2)
+    changes_numbers = [r["after"] for r in values(kafka_bootstrap, topics["changes_numbers_out"])]
+    assert [(r["i"], r["bi"]) for r in changes_numbers] == [(r["i"], r["bi"]) for r in numbers]

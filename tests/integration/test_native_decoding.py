@@ -20,6 +20,7 @@ from dagster_kafka_flinklike.source.records import (
     ERROR,
     TOLERATED,
     decode_records,
+    exact_columns,
     native_columns,
     record_fields,
 )
@@ -135,7 +136,8 @@ def _raw(spark: Any, spec: KafkaTableSpec, values: list[bytes | None], native: b
     }
     columns = [arrays[f] for f in fields]
     names = list(arrow_schema(fields).names)
-    derived = native_columns(spec) if native else ()
+    natives = native_columns(spec) if native else ()
+    derived = (*natives, *exact_columns(spec, {d.name for d in natives}))
     for d in derived:
         columns.append(d.compute(arrays[d.source]))
         names.append(d.name)

@@ -21,6 +21,10 @@ COLUMNS = [
     Column("r", "ROW<a STRING, b ARRAY<STRING>, d DECIMAL(5, 1)>"),
     Column("m", "MAP<STRING, STRING>"),
     Column("n", "MAP<INT, ARRAY<DECIMAL(38, 0)>>"),
+    Column("b", "BIGINT"),
+    Column("d", "DOUBLE"),
+    Column("t", "TINYINT"),
+    Column("q", "ROW<i ARRAY<INT>, f FLOAT>"),
 ]
 CASES = [
     # a number in a STRING position: quoted, as written
@@ -37,6 +41,18 @@ CASES = [
     # a DECIMAL string trimmed; with a comma, in an array (the record fails)
     (b'{"p": " 12.5 "}', {"p": "12.5"}),
     (b'{"p": "1,000"}', {"p": ["1,000"]}),
+    # a number with a fraction or an exponent into INT or BIGINT: truncated as a double
+    (b'{"id": 1.9, "b": -1.5}', {"id": 1, "b": -1}),
+    (b'{"id": 1e2, "b": -0.5, "q": {"i": [2.5, 3, -7e-1]}}',
+     {"id": 100, "b": 0, "q": {"i": [2, 3, 0]}}),
+    (b'{"b": 9223372036854775806.5}', {"b": 9223372036854775807}),
+    (b'{"b": 2147483647.5, "id": 2147483647.0}', {"b": 2147483647, "id": 2147483647}),
+    # out of range: left (dirty, as in Flink)
+    (b'{"id": 2147483647.5, "b": 1e19, "t": 1.5}', None),
+    (b'{"id": -2147483648.9, "b": 1e400}', None),
+    # a number beyond a double's range into FLOAT or DOUBLE: quoted (infinity)
+    (b'{"d": 1e400, "q": {"f": -1E+999999999}}', {"d": "1e400", "q": {"f": "-1E+999999999"}}),
+    (b'{"d": 1e308, "q": {"f": 1e39}}', None),
     # nothing to change
     (b'{"id": 1, "s": "1.50", "p": 1.5}', None),
     (b'{"p": 0e99999999, "other": 1e400, "r": {"a": {"x": 1.50}}}', None),
@@ -70,14 +86,18 @@ def test_the_pass_rewrites_what_spark_would_read_otherwise(python: bool, monkeyp
     assert rewrite(values.slice(3, 5)).to_pylist() == out[3:8]
 
 
-def test_a_table_without_string_or_decimal_positions_has_no_pass() -> None:
-    assert exact_json([Column("id", "INT"), Column("m", "MAP<STRING, BIGINT>")]) is None
+def test_a_table_without_positions_to_rewrite_has_no_pass() -> None:
+    assert exact_json([Column("t", "TINYINT"), Column("m", "MAP<SMALLINT, BOOLEAN>")]) is None
     assert exact_json([Column("m", "MAP<STRING, DECIMAL(3, 1)>")]) is not None
+    assert exact_json([Column("m", "MAP<STRING, BIGINT>")]) is not None
+    assert exact_json([Column("d", "ARRAY<DOUBLE>")]) is not None
 
 
 _TOKENS = [
     "1.50", "-0", "1e2", "1E+400", "1.5e-99999999", "0e99999", "12345678901234567890123456789",
     '"1.50"', '" 12 "', '"1,000"', '"+1e40"', '"x"', "true", "null", "[]", "{}", '"\\u0031"',
+    "1.9", "-2.5e3", "9223372036854775806.5", "2147483647.5", "-0.0", "1e308", "1e309", "-1e400",
+    "12345678901234567890123.5",
 ]  # fmt: skip
 
 

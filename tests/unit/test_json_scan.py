@@ -118,7 +118,6 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
         b'{"x": NaN, "id": 1}',
         b'{"x": -Infinity}',
         b'{"x": tru}',
-        b'{"x": "a\tb"}',  # a raw control character in a string
         b'{"x": "\\x"}',  # an unknown escape
         b'{"x": "\xff"}',  # not UTF-8
         b'{"x": "\xed\xa0\x80"}',  # an encoded surrogate
@@ -149,6 +148,12 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
 )
 def test_records_the_scanner_leaves_to_the_next_decoders(value: bytes | None) -> None:
     assert scanned([b'{"id": 1}', value, b'{"id": 3}']) == [True, False, True]
+
+
+def test_raw_control_characters_in_a_string_are_its_content_as_in_flink() -> None:
+    values = [b'{"name": "a\tb\x01\n", "x": "\x00"}']
+    assert scanned(values) == [True]
+    assert [r["name"] for r in decode(values)] == ["a\tb\x01\n"]
 
 
 def test_a_number_or_a_boolean_into_a_string_column_is_its_text_as_written() -> None:
