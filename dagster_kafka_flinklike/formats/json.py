@@ -24,7 +24,10 @@ Decoding follows Flink's JSON format:
 - Nested ROW, ARRAY (and MULTISET, read as an array) and MAP (keys converted from their text,
   the last of duplicate keys winning) are supported at any depth.
 
-Encoding honours ``encode.ignore-null-fields`` and ``encode.decimal-as-plain-number``.
+Encoding honours ``encode.ignore-null-fields`` and ``encode.decimal-as-plain-number``: a DECIMAL
+is written as Flink writes it, by default as Java's ``BigDecimal.stripTrailingZeros()`` text
+(``1.50`` as ``1.5``, ``100`` as ``1E+2``, zero as ``0``), with the option as plain digits at the
+column's scale.
 ``map-null-key.mode``/``map-null-key.literal`` are accepted but have nothing to act on: a Spark
 map cannot hold a null key.
 """
@@ -513,15 +516,63 @@ def _scalar_json(value: SparkColumn) -> SparkColumn:
     return F.when(value.isNotNull(), F.regexp_extract(F.to_json(F.array(value)), r"^\[(.*)\]$", 1))
 
 
-def _json_text(value: SparkColumn, t: FlinkType, ignore_nulls: bool) -> SparkColumn:
-    """JSON text of ``value`` built field by field, DECIMAL written as plain digits."""
+def java_decimal_text(value: SparkColumn) -> SparkColumn:
+    """A DECIMAL as Java's ``BigDecimal.stripTrailingZeros().toString()`` writes it, which is
+    how Flink's JSON formats write a DECIMAL by default (Jackson's number node): ``1.50`` is
+    ``1.5``, ``100`` is ``1E+2``, ``0.00`` is ``0``, ``0.00000010`` is ``1E-7``."""
+    from pyspark.sql import functions as F
+
+    plain = value.cast("string")
+    sign = F.when(plain.startswith("-"), F.lit("-")).otherwise(F.lit(""))
+    body = F.regexp_replace(plain, "^-", "")
+    whole = F.regexp_replace(F.substring_index(body, ".", 1), "^0+", "")
+    fraction = F.when(body.contains("."), F.substring_index(body, ".", -1)).otherwise(F.lit(""))
+    fraction = F.regexp_replace(fraction, "0+$", "")
+    # A fraction left: plain digits unless the leading digit is below 10^-6.
+    digits = F.regexp_replace(F.concat(whole, fraction), "^0+", "")
+    adjusted = F.length(digits) - 1 - F.length(fraction)
+    scientific = F.concat(
+        F.substring(digits, 1, 1),
+        F.when(
+            F.length(digits) > 1, F.concat(F.lit("."), F.substring(digits, 2, 1 << 30))
+        ).otherwise(F.lit("")),
+        F.lit("E"),
+        F.when(adjusted > 0, F.lit("+")).otherwise(F.lit("")),
+        adjusted.cast("string"),
+    )
+    fractional = F.when(
+        adjusted >= -6,
+        F.concat(F.when(whole == "", F.lit("0")).otherwise(whole), F.lit("."), fraction),
+    ).otherwise(scientific)
+    # An integer: its trailing zeros become a positive exponent.
+    core = F.regexp_replace(whole, "0+$", "")
+    exponent = F.length(whole) - 1
+    integral = F.when(F.length(core) == F.length(whole), whole).otherwise(
+        F.concat(
+            F.substring(core, 1, 1),
+            F.when(
+                F.length(core) > 1, F.concat(F.lit("."), F.substring(core, 2, 1 << 30))
+            ).otherwise(F.lit("")),
+            F.lit("E+"),
+            exponent.cast("string"),
+        )
+    )
+    text = F.when(fraction != "", fractional).otherwise(integral)
+    return F.when(value == 0, F.lit("0")).when(value.isNotNull(), F.concat(sign, text))
+
+
+def _json_text(
+    value: SparkColumn, t: FlinkType, ignore_nulls: bool, plain: bool = True
+) -> SparkColumn:
+    """JSON text of ``value`` built field by field, DECIMAL written as plain digits or (not
+    ``plain``) as Flink writes it by default (:func:`java_decimal_text`)."""
     from pyspark.sql import functions as F
 
     if t.name == "ROW":
         parts = []
         for n, c in zip(t.field_names, t.children, strict=True):
             name = F.lit(_json.dumps(n) + ":")
-            inner = _json_text(value[n], c, ignore_nulls)
+            inner = _json_text(value[n], c, ignore_nulls, plain)
             parts.append(
                 F.concat(name, inner)
                 if ignore_nulls
@@ -531,7 +582,7 @@ def _json_text(value: SparkColumn, t: FlinkType, ignore_nulls: bool) -> SparkCol
     if t.name in ("ARRAY", "MULTISET"):
         child = t.children[0]
         items = F.transform(
-            value, lambda x: F.coalesce(_json_text(x, child, ignore_nulls), F.lit("null"))
+            value, lambda x: F.coalesce(_json_text(x, child, ignore_nulls, plain), F.lit("null"))
         )
         return F.when(value.isNotNull(), F.concat(F.lit("["), F.array_join(items, ","), F.lit("]")))
     if t.name == "MAP":
@@ -541,12 +592,12 @@ def _json_text(value: SparkColumn, t: FlinkType, ignore_nulls: bool) -> SparkCol
             lambda e: F.concat(
                 _scalar_json(e["key"].cast("string")),
                 F.lit(":"),
-                F.coalesce(_json_text(e["value"], value_t, ignore_nulls), F.lit("null")),
+                F.coalesce(_json_text(e["value"], value_t, ignore_nulls, plain), F.lit("null")),
             ),
         )
         return F.when(value.isNotNull(), F.concat(F.lit("{"), F.array_join(items, ","), F.lit("}")))
     if t.name == "DECIMAL":
-        return value.cast("string")
+        return value.cast("string") if plain else java_decimal_text(value)
     return _scalar_json(value)
 
 
@@ -562,9 +613,10 @@ def _encode(fields: Fields, options: Options) -> SparkColumn:
         for source, c in fields
     ]
     row = row_type([c for _, c in prepared])
-    if settings["encode.decimal-as-plain-number"] and _has(row, {"DECIMAL"}):
+    if _has(row, {"DECIMAL"}):  # Spark's writer has neither of Flink's two DECIMAL notations
+        plain = bool(settings["encode.decimal-as-plain-number"])
         struct = F.struct(*[source.alias(c.name) for source, c in prepared])
-        text = F.coalesce(_json_text(struct, _as_text(row), ignore_nulls), F.lit("{}"))
+        text = F.coalesce(_json_text(struct, _as_text(row), ignore_nulls, plain), F.lit("{}"))
     else:
         text = F.to_json(
             F.struct(*[source.alias(c.name) for source, c in prepared]),
@@ -637,6 +689,7 @@ __all__ = [
     "FORMAT",
     "Json",
     "first_error",
+    "java_decimal_text",
     "leaf",
     "leaf_error",
     "leaf_value",

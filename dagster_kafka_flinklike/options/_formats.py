@@ -194,7 +194,9 @@ def _changelog_json_options(*, encode: bool = True) -> tuple[ConfigOption, ...]:
     return (
         *options,
         _fo("encode.decimal-as-plain-number", "Boolean", "false",
-            "Write DECIMAL as plain digits, never in scientific notation.", parse_bool),
+            "Write DECIMAL as plain digits at the column's scale (1.50, 100); by default it is "
+            "Java's BigDecimal.stripTrailingZeros() text, as Flink writes it (1.5, 1E+2).",
+            parse_bool),
     )  # fmt: skip
 
 
@@ -315,7 +317,9 @@ FORMAT_OPTIONS: dict[str, tuple[ConfigOption, ...]] = {
         _fo("map-null-key.literal", "String", "null",
             "The key text written for null map keys in LITERAL mode.", parse_string),
         _fo("encode.decimal-as-plain-number", "Boolean", "false",
-            "Write DECIMAL as plain digits, never in scientific notation.", parse_bool),
+            "Write DECIMAL as plain digits at the column's scale (1.50, 100); by default it is "
+            "Java's BigDecimal.stripTrailingZeros() text, as Flink writes it (1.5, 1E+2).",
+            parse_bool),
         _fo("encode.ignore-null-fields", "Boolean", "false",
             "Leave out fields whose value is null when encoding.", parse_bool),
         _fo("infer-schema.primitive-as-string", "Boolean", "false",

@@ -9,12 +9,14 @@ record (maps, decimals with exponents) and through the native decoding (flat).""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from dagster import DagsterInstance
 
 from dagster_kafka_flinklike.components import build_flink_sql_definitions
+from tests.conftest import consume_all
 from tests.integration.test_flink_oracle import for_flink, resources  # noqa: F401
 from tests.integration.test_flink_sql import run, send, values
 
@@ -86,6 +88,7 @@ DECIMALS = [
     b'{"id": 9, "p": 0e99999999}', b'{"id": 10, "p": -0.004}', b'{"id": 11, "s": 1.5e-99999}',
     b'{"id": 12, "s": 12345678901234567890.125e-1}', b'{"id": 13, "p": 1e37}',
     b'{"id": 14, "p": " 12.5 "}', b'{"id": 15, "p": "+1.5e1"}', b'{"id": 16, "p": 1.5e+99999999}',
+    b'{"id": 17, "p": 100}', b'{"id": 18, "p": 0.00}', b'{"id": 19, "p": "-1.50"}',
 ]  # fmt: skip
 TEXTS = [
     b'{"id": 1, "s": 1.50}', b'{"id": 2, "s": 1e2}', b'{"id": 3, "s": 1234567890123.125e-1}',
@@ -207,6 +210,15 @@ def test_json_numbers_decode_as_in_flink(
             for mine, flinks in zip(got, expected, strict=False):
                 print("OURS ", mine, "\nFLINK", flinks)
         assert got == expected, sink
+    # A DECIMAL written as Flink writes it (BigDecimal.stripTrailingZeros().toString()), byte
+    # for byte: 100 is 1E+2, 0.00 is 0, -1.50 is -1.5.
+    for sink in ("decimals_out", "changes_out"):
+        written = [m.value() for m in consume_all(kafka_bootstrap, topics[sink], 1)]
+        assert written == [m.value() for m in consume_all(kafka_bootstrap, theirs[sink], 1)]
+    decimal_text = {json.loads(v)["id"]: v for v in (
+        m.value() for m in consume_all(kafka_bootstrap, topics["decimals_out"], 1))}  # fmt: skip
+    assert b'"p":1E+2' in decimal_text[17] and b'"p":0,' in decimal_text[18]
+    assert b'"p":-1.5' in decimal_text[19]
     # What Flink gives, as these records expect it.
     flat = {r["id"]: r["s"] for r in values(kafka_bootstrap, topics["flat_out"])}
     assert flat[1] == "1.50" and flat[2] == "1e2" and flat[10] == "-0" and flat[11] == "1.5E-7"
