@@ -519,18 +519,26 @@ def _scalar_json(value: SparkColumn) -> SparkColumn:
 def java_decimal_text(value: SparkColumn) -> SparkColumn:
     """A DECIMAL as Java's ``BigDecimal.stripTrailingZeros().toString()`` writes it, which is
     how Flink's JSON formats write a DECIMAL by default (Jackson's number node): ``1.50`` is
-    ``1.5``, ``100`` is ``1E+2``, ``0.00`` is ``0``, ``0.00000010`` is ``1E-7``."""
+    ``1.5``, ``100`` is ``1E+2``, ``0.00`` is ``0``, ``0.00000010`` is ``1E-7``. String
+    functions only (no regular expression: they cost a JSON write most of its speed)."""
     from pyspark.sql import functions as F
 
-    plain = value.cast("string")
-    sign = F.when(plain.startswith("-"), F.lit("-")).otherwise(F.lit(""))
-    body = F.regexp_replace(plain, "^-", "")
-    whole = F.regexp_replace(F.substring_index(body, ".", 1), "^0+", "")
+    def strip(text: SparkColumn, chars: str) -> tuple[SparkColumn, SparkColumn]:
+        return F.ltrim(text, F.lit(chars)), F.rtrim(text, F.lit(chars))
+
+    plain = value.cast("string")  # [-]digits[.digits], the column's scale
+    negative = plain.startswith("-")  # (comparing with 0 would round a DECIMAL(38, 38))
+    body = F.when(negative, F.substring(plain, 2, 1 << 30)).otherwise(plain)
+    whole = F.substring_index(body, ".", 1)
     fraction = F.when(body.contains("."), F.substring_index(body, ".", -1)).otherwise(F.lit(""))
-    fraction = F.regexp_replace(fraction, "0+$", "")
-    # A fraction left: plain digits unless the leading digit is below 10^-6.
-    digits = F.regexp_replace(F.concat(whole, fraction), "^0+", "")
-    adjusted = F.length(digits) - 1 - F.length(fraction)
+    kept = strip(fraction, "0")[1]  # the fraction without its trailing zeros
+    whole_digits, whole_core = strip(whole, "0")
+    # The significant digits and the scale left after stripping the trailing zeros.
+    digits = F.when(kept == "", whole_core).otherwise(strip(F.concat(whole, kept), "0")[0])
+    scale = F.when(kept == "", F.length(whole_core) - F.length(whole_digits)).otherwise(
+        F.length(kept)
+    )
+    adjusted = F.length(digits) - 1 - scale
     scientific = F.concat(
         F.substring(digits, 1, 1),
         F.when(
@@ -540,25 +548,14 @@ def java_decimal_text(value: SparkColumn) -> SparkColumn:
         F.when(adjusted > 0, F.lit("+")).otherwise(F.lit("")),
         adjusted.cast("string"),
     )
-    fractional = F.when(
-        adjusted >= -6,
-        F.concat(F.when(whole == "", F.lit("0")).otherwise(whole), F.lit("."), fraction),
-    ).otherwise(scientific)
-    # An integer: its trailing zeros become a positive exponent.
-    core = F.regexp_replace(whole, "0+$", "")
-    exponent = F.length(whole) - 1
-    integral = F.when(F.length(core) == F.length(whole), whole).otherwise(
-        F.concat(
-            F.substring(core, 1, 1),
-            F.when(
-                F.length(core) > 1, F.concat(F.lit("."), F.substring(core, 2, 1 << 30))
-            ).otherwise(F.lit("")),
-            F.lit("E+"),
-            exponent.cast("string"),
-        )
+    shown = (
+        F.when((scale >= 0) & (adjusted >= -6) & (kept == ""), whole_digits)
+        .when((scale >= 0) & (adjusted >= -6), F.concat(whole, F.lit("."), kept))
+        .otherwise(scientific)
     )
-    text = F.when(fraction != "", fractional).otherwise(integral)
-    return F.when(value == 0, F.lit("0")).when(value.isNotNull(), F.concat(sign, text))
+    sign = F.when(negative, F.lit("-")).otherwise(F.lit(""))
+    zero = (whole_digits == "") & (kept == "")
+    return F.when(zero, F.lit("0")).otherwise(F.concat(sign, shown))
 
 
 def _json_text(
