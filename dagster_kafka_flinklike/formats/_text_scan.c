@@ -333,6 +333,26 @@ static void add_digits(const uint8_t *q, const uint8_t *end, uint64_t *mantissa,
     }
 }
 
+/* A number's whole text as strtod (strtof with as_float) reads it, errno as that leaves it; the
+ * text is copied to the stack, or to the heap when long (plain malloc: the passes run without
+ * the GIL). 0, or -2 out of memory. */
+static int number_strtod(const Number *n, int as_float, double *out) {
+    Py_ssize_t length = n->end - n->start;
+    char small[MAX_NUMBER];
+    char *text = length < MAX_NUMBER ? small : malloc((size_t)length + 1);
+    if (text == NULL)
+        return -2;
+    memcpy(text, n->start, (size_t)length);
+    text[length] = '\0';
+    errno = 0;
+    *out = as_float ? (double)strtof(text, NULL) : strtod(text, NULL);
+    int error = errno;
+    if (text != small)
+        free(text);
+    errno = error;
+    return 0;
+}
+
 /* A number's value as a double (or, with as_float, a float), correctly rounded; -1 when it
  * overflows or underflows (left to the other decodings). */
 static int number_double(const Number *n, int as_float, double *out) {
@@ -353,20 +373,10 @@ static int number_double(const Number *n, int as_float, double *out) {
             }
         }
     }
-    Py_ssize_t length = n->end - n->start;
-    if (length >= MAX_NUMBER)
+    if (n->end - n->start >= MAX_NUMBER)
         return -1;
-    char text[MAX_NUMBER];
-    memcpy(text, n->start, (size_t)length);
-    text[length] = '\0';
-    errno = 0;
     double value;
-    if (as_float) {
-        float f = strtof(text, NULL);
-        value = f;
-    } else {
-        value = strtod(text, NULL);
-    }
+    number_strtod(n, as_float, &value); /* a short text: on the stack, it cannot fail */
     if (errno == ERANGE || !isfinite(value))
         return -1;
     *out = value;
@@ -1423,29 +1433,13 @@ static int node_number_text(const Number *n, Buffer *out) {
     return 1;
 }
 
-/* A number's value as strtod reads its whole text (a copy on the heap when it is long): 0, or -2
- * out of memory. */
-static int number_strtod(const Number *n, double *out) {
-    Py_ssize_t length = n->end - n->start;
-    char small[MAX_NUMBER];
-    char *text = length < MAX_NUMBER ? small : PyMem_Malloc((size_t)length + 1);
-    if (text == NULL)
-        return -2;
-    memcpy(text, n->start, (size_t)length);
-    text[length] = '\0';
-    *out = strtod(text, NULL);
-    if (text != small)
-        PyMem_Free(text);
-    return 0;
-}
-
 /* What Flink gives an INT (kind 'I') or BIGINT ('L') for a number with a fraction or an
  * exponent: 1 with the double's value truncated toward zero in text (Jackson's range check
  * first: (double)Long.MAX_VALUE is 2^63, which truncates to Long.MAX_VALUE), 0 when it is out of
  * range, -2 out of memory. */
 static int truncated_integer(const Number *n, char kind, char text[32]) {
     double value;
-    if (number_strtod(n, &value) < 0)
+    if (number_strtod(n, 0, &value) < 0)
         return -2;
     double low = kind == 'I' ? -2147483648.0 : -9223372036854775808.0;
     double high = kind == 'I' ? 2147483647.0 : 9223372036854775808.0;
@@ -1551,7 +1545,7 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
                 double value;
                 if (leading_exponent(&n) < 308 || n.exponent <= -100000)
                     return 0;
-                if (number_strtod(&n, &value) < 0)
+                if (number_strtod(&n, 0, &value) < 0)
                     return -2;
                 return isinf(value) ? replace(w, start, c->p, NULL, start, c->p, '"', '"') : 0;
             }

@@ -533,12 +533,10 @@ def java_decimal_text(value: SparkColumn) -> SparkColumn:
     fraction = F.when(body.contains("."), F.substring_index(body, ".", -1)).otherwise(F.lit(""))
     kept = strip(fraction, "0")[1]  # the fraction without its trailing zeros
     whole_digits, whole_core = strip(whole, "0")
-    # The significant digits and the scale left after stripping the trailing zeros.
+    # The significant digits, and the exponent of the first (BigDecimal's "adjusted exponent").
     digits = F.when(kept == "", whole_core).otherwise(strip(F.concat(whole, kept), "0")[0])
-    scale = F.when(kept == "", F.length(whole_core) - F.length(whole_digits)).otherwise(
-        F.length(kept)
-    )
-    adjusted = F.length(digits) - 1 - scale
+    unscaled = F.when(kept == "", whole_digits).otherwise(digits)  # scale len(kept)
+    adjusted = F.length(unscaled) - 1 - F.length(kept)
     scientific = F.concat(
         F.substring(digits, 1, 1),
         F.when(
@@ -548,9 +546,10 @@ def java_decimal_text(value: SparkColumn) -> SparkColumn:
         F.when(adjusted > 0, F.lit("+")).otherwise(F.lit("")),
         adjusted.cast("string"),
     )
+    # An integer is plain unless it ends in zeros; a fraction unless below 10^-6.
     shown = (
-        F.when((scale >= 0) & (adjusted >= -6) & (kept == ""), whole_digits)
-        .when((scale >= 0) & (adjusted >= -6), F.concat(whole, F.lit("."), kept))
+        F.when(kept == "", F.when(whole_core == whole_digits, whole_digits).otherwise(scientific))
+        .when(adjusted >= -6, F.concat(whole, F.lit("."), kept))
         .otherwise(scientific)
     )
     sign = F.when(negative, F.lit("-")).otherwise(F.lit(""))

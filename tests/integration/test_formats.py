@@ -359,6 +359,49 @@ ENCODED_ROWS = [
 ]
 
 
+def _java_text(text: str) -> str:
+    """Java's ``new BigDecimal(text).stripTrailingZeros().toString()``, from its definition."""
+    number = Decimal(text).normalize()
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    if not any(digits):
+        return "0"
+    coefficient, scale = "".join(map(str, digits)), -exponent
+    adjusted = len(coefficient) - 1 - scale
+    minus = "-" if sign else ""
+    if scale >= 0 and adjusted >= -6:
+        if scale == 0:
+            return minus + coefficient
+        padded = coefficient.rjust(scale + 1, "0")
+        return f"{minus}{padded[:-scale]}.{padded[-scale:]}"
+    tail = "." + coefficient[1:] if len(coefficient) > 1 else ""
+    return f"{minus}{coefficient[0]}{tail}E{'+' if adjusted > 0 else ''}{adjusted}"
+
+
+def test_a_decimal_is_written_as_javas_stripped_text(spark):
+    """The text Flink's JSON formats write for a DECIMAL by default, for every precision and
+    scale shape (DECIMAL(38, 38) keeps its sign), nulls null."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from dagster_kafka_flinklike.formats.json import java_decimal_text
+
+    rng = random.Random(9)
+    for precision, scale in [(38, 38), (20, 5), (38, 0), (10, 2), (5, 0), (1, 0), (2, 1)]:
+        texts: list[str | None] = ["0", "-0.0", None]
+        for _ in range(300):
+            unscaled = int("".join(rng.choices("0123456789", k=rng.randrange(1, precision + 1))))
+            unscaled = unscaled * rng.choice([1, 10, 1000]) % 10**precision
+            texts.append(str(Decimal(unscaled).scaleb(-scale) * rng.choice([1, -1])))
+        frame = spark.createDataFrame([(t,) for t in texts], "t string")
+        typed = frame.select(F.col("t").cast(f"decimal({precision},{scale})").alias("d"))
+        for plain, written in typed.select(
+            F.col("d").cast("string"), java_decimal_text(F.col("d"))
+        ).collect():
+            assert written == (None if plain is None else _java_text(plain)), plain
+
+
 def test_json_encode_options_and_round_trip(kafka_bootstrap, new_topic, spark):
     default = encoded(spark, ENCODED, ENCODED_ROWS, "json", {})
     assert [json.loads(b) for b in default] == [
