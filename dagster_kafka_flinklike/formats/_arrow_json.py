@@ -8,8 +8,9 @@ strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the
 
 - The record scanner (``_text_scan``, C, built with the package where a compiler is) decodes the
   records of a flat table one by one into Arrow buffers: JSON strings into text columns, ``true``
-  and ``false``, integers in range, numbers into DOUBLE and FLOAT, exact decimals. A record with
-  anything else (see its source) is left to the next decoder, alone.
+  and ``false``, integers in range, numbers into DOUBLE and FLOAT, exact decimals, and numbers
+  written as JSON strings (a sign and digits; a JSON number), which Flink parses from their text.
+  A record with anything else (see its source) is left to the next decoder, alone.
 - Arrow's C++ JSON reader takes the records the scanner left (or, for a table with nested
   columns, all of them). A value is a candidate when it starts with ``{`` and ends with ``}``;
   the candidates are joined into one newline-delimited buffer and parsed at once into the

@@ -13,9 +13,12 @@
  *   's' STRING (and temporal text): a JSON string, its unescaped UTF-8 content; for STRING, a
  *       number, true or false as its JSON text, as written (what Flink keeps)
  *   'b' BOOLEAN: true / false (values as a bitmap, as Arrow's)
- *   'B' 'H' 'I' 'L' TINYINT..BIGINT: an integer without fraction or exponent, within range
- *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow)
- *   'm' DECIMAL(p, s): a number without exponent whose digits fit p and s exactly
+ *   'B' 'H' 'I' 'L' TINYINT..BIGINT: an integer without fraction or exponent, within range,
+ *       or a string of a sign and digits (Flink parses a string's text)
+ *   'd' DOUBLE, 'f' FLOAT: a JSON number, correctly rounded (no overflow, no underflow), or a
+ *       string whose content is such a number
+ *   'm' DECIMAL(p, s): a number without exponent whose digits fit p and s exactly, or a string
+ *       whose content is such a number
  *   'D' DATE: a string yyyy-MM-dd naming a day (days since 1970-01-01)
  *   'C' TIME: a string HH:mm:ss[.fraction] naming a time of day, kept as text
  *   't' 'T' TIMESTAMP, 'z' 'Z' TIMESTAMP_LTZ: a string of timestamp-format.standard's shape
@@ -29,7 +32,7 @@
  * field plain or wholly quoted (a doubled quote inside is one quote). It leaves a record with a
  * line break or a control character inside, the escape character, a quote character inside an
  * unquoted field, invalid UTF-8, a comment, or a field whose text is not in the canonical form
- * of its column's kind (the same kinds as above, read from text: an integer's digits, a JSON
+ * of its column's kind (the same kinds as above, read from text: a sign and digits, a JSON
  * number, true or false; TIMESTAMP_LTZ with or without its "Z"). A field equal to the null
  * literal is a null value. One trailing line break is not part of the record.
  */
@@ -668,6 +671,54 @@ static int store_temporal(Column *col, char kind, const char *p, Py_ssize_t n, P
     return 0;
 }
 
+/* A whole text [p, p + n) as the one JSON number it must be. */
+static int text_number(const uint8_t *p, Py_ssize_t n, Number *number) {
+    Cursor c = {p, p + n};
+    if (scan_number(&c, number) < 0 || c.p != c.end)
+        return -1;
+    return 0;
+}
+
+/* An integer's text [p, p + n) into row `row` of an integer column, as Java's parseInt reads a
+ * text without blanks around it (Flink's reading of a JSON string or a CSV field): a sign,
+ * digits (leading zeros allowed), within the column's range; -1 otherwise. */
+static int integer_text(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t row) {
+    Number number = {0};
+    if (n > 0 && (p[0] == '-' || p[0] == '+')) {
+        number.negative = p[0] == '-';
+        p++;
+        n--;
+    }
+    if (n < 1)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+    while (n > 1 && *p == '0') { /* leading zeros change nothing */
+        p++;
+        n--;
+    }
+    number.int_digits = p;
+    number.n_int = (int)(n > 20 ? 20 : n); /* over 19 digits: out of range either way */
+    return store_number(col, &number, row);
+}
+
+/* A JSON string's content (in col->text) into a numeric column: an integer kind reads it as
+ * integer_text does, DOUBLE, FLOAT and DECIMAL as a JSON number (what Java's parsers read the
+ * same way). -1 when the record is left: blanks around it, Java's other notations ("+1.5",
+ * "1.5d", "NaN", ".5"), or a value the number itself would not give exactly. */
+static int string_number(Column *col, Py_ssize_t row) {
+    const uint8_t *p = (const uint8_t *)col->text.data;
+    Py_ssize_t n = col->text.used;
+    if (col->kind == 'd' || col->kind == 'f' || col->kind == 'm') {
+        Number number;
+        if (text_number(p, n, &number) < 0)
+            return -1;
+        return store_number(col, &number, row);
+    }
+    return integer_text(col, p, n, row);
+}
+
 /* The value of a declared field, into row `row` of `col`. */
 static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
     if (c->p >= c->end)
@@ -728,6 +779,16 @@ static int field_value(Cursor *c, Column *col, Py_ssize_t row) {
         }
         break;
     default: {
+        if (b == '"') { /* a number written as a string: Flink parses its text */
+            c->p++;
+            col->text.used = 0; /* scratch */
+            int r = scan_string(c, &col->text);
+            if (r < 0)
+                return r;
+            if (string_number(col, row) < 0)
+                return -1;
+            break;
+        }
         if (b != '-' && (b < '0' || b > '9'))
             return -1;
         Number n;
@@ -747,14 +808,6 @@ typedef struct {
     Py_ssize_t null_length;
     int comments;
 } Csv;
-
-/* A whole text [p, p + n) as the one JSON number it must be. */
-static int text_number(const uint8_t *p, Py_ssize_t n, Number *number) {
-    Cursor c = {p, p + n};
-    if (scan_number(&c, number) < 0 || c.p != c.end)
-        return -1;
-    return 0;
-}
 
 /* A CSV field's text (unquoted) into row `row` of `col`: 0, -1 when the record is left. */
 static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t row) {
@@ -791,20 +844,9 @@ static int text_value(Column *col, const uint8_t *p, Py_ssize_t n, Py_ssize_t ro
             return -1;
         break;
     }
-    default: { /* integers: digits, leading zeros allowed, as Spark casts text */
-        int negative = n > 0 && p[0] == '-';
-        if (n - negative < 1)
+    default: /* integers */
+        if (integer_text(col, p, n, row) < 0)
             return -1;
-        for (Py_ssize_t i = negative; i < n; i++)
-            if (p[i] < '0' || p[i] > '9')
-                return -1;
-        Number number = {0};
-        number.negative = negative;
-        number.int_digits = p + negative;
-        number.n_int = (int)(n - negative);
-        if (store_number(col, &number, row) < 0)
-            return -1;
-    }
     }
     set_bit(col->valid, row);
     return 0;

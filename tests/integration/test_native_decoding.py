@@ -93,6 +93,18 @@ def _fitting(rng: random.Random, column: dict[str, str]) -> str:
     return rng.choice(_FITTING[column["type"].split("(")[0]])
 
 
+#: The types whose values Flink's json format also reads from a JSON string's text.
+_NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+
+
+def _json_fitting(rng: random.Random, column: dict[str, str]) -> str:
+    """A fitting JSON value; a number sometimes written as a string, blanks or a sign added."""
+    text = _fitting(rng, column)
+    if column["type"].split("(")[0] in _NUMERIC and text != "null" and rng.random() < 0.3:
+        return json.dumps(rng.choice([text] * 6 + [f" {text}", f"+{text}"]))
+    return text
+
+
 def corpus(count: int, seed: int = 17) -> list[bytes | None]:
     rng = random.Random(seed)
     by_name = {c["name"]: c for c in COLUMNS}
@@ -104,7 +116,7 @@ def corpus(count: int, seed: int = 17) -> list[bytes | None]:
         fitting = rng.random() < 0.6
         parts = [
             f"{json.dumps(f)}: "
-            + (_fitting(rng, by_name[f]) if fitting and f in by_name else _token(rng))
+            + (_json_fitting(rng, by_name[f]) if fitting and f in by_name else _token(rng))
             for f in fields
         ]
         text = "{" + ", ".join(parts) + "}"
@@ -167,7 +179,7 @@ def test_native_json_decoding_gives_the_per_record_rows(spark: Any) -> None:
     (derived,) = native_columns(spec)
     assert isinstance(derived.compute, NativeJson) and derived.compute.scan_columns is not None
     compared = _compare(spark, spec, corpus(1500))
-    assert compared > 700
+    assert compared > 600  # a number as a string with blanks or a sign goes per record
 
 
 def _csv_field(rng: random.Random, column: dict[str, str], fitting: bool) -> str:

@@ -50,6 +50,12 @@ def test_flat_records_decode_into_the_declared_types() -> None:
     assert got[0]["name"] == "" and got[0]["ltz"] == dt.datetime(2021, 3, 24, 10, tzinfo=dt.UTC)
 
 
+def test_an_integer_is_read_as_javas_parselong_reads_it() -> None:
+    tail = b",a,1,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00"
+    got = decode([b"+7" + tail, b"007" + tail, b"-0" + tail, b"00000000000000000000042" + tail])
+    assert [r["id"] for r in got] == [7, 7, 0, 42]
+
+
 def test_the_null_literal_other_delimiters_and_no_quoting() -> None:
     columns = [Column("id", "INT"), Column("name", "STRING")]
     options = {"null-literal": "n/a", "field-delimiter": ";"}
@@ -68,7 +74,6 @@ def test_the_null_literal_other_delimiters_and_no_quoting() -> None:
         b"1,a,1,1,true,2021-03-24 10:00:00",  # fewer fields
         b"1,a,1,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00,x",  # more fields
         b" 1,a,1,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00",  # spaces around a number
-        b"+1,a,1,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00",
         b"1.0,a,1,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00",
         b"1,a,NaN,1,true,2021-03-24 10:00:00,2021-03-24 10:00:00",
         b"1,a,1,1.255,true,2021-03-24 10:00:00,2021-03-24 10:00:00",  # needs rounding

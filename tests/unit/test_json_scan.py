@@ -124,7 +124,16 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
         b'{"name": "\\ud800"}',  # a lone surrogate escape in a declared field
         b'{"id": 1, "id": 2}',  # a declared field twice
         b'{"i\\u0064": 1}',  # an escape in a key
-        b'{"id": "5"}',  # a number as a string: Flink converts it
+        b'{"id": " 5"}',  # a number as a string with blanks, which Flink trims
+        b'{"id": "+5.0"}',
+        b'{"i": "1e2"}',
+        b'{"t": "128"}',
+        b'{"amount": ".5"}',  # Java's notations beyond JSON's
+        b'{"amount": "1.5d"}',
+        b'{"amount": "NaN"}',
+        b'{"amount": "1e400"}',
+        b'{"price": "1.255"}',
+        b'{"price": "+99.99"}',
         b'{"id": 5.0}',  # an integral number written with a fraction
         b'{"id": 5e0}',
         b'{"id": 9223372036854775808}',  # out of range
@@ -136,13 +145,11 @@ def test_nulls_missing_fields_whitespace_and_an_empty_object() -> None:
         b'{"name": 01}',
         b'{"ok": "true"}',
         b'{"ok": 1}',
-        b'{"amount": "1.5"}',
         b'{"amount": 1e400}',  # overflows a double
         b'{"amount": 1e-400}',
         b'{"price": 1.255}',  # needs rounding
         b'{"price": 10000.5}',  # does not fit DECIMAL(6, 2)
         b'{"price": 1e2}',
-        b'{"price": "99.99"}',
         b'{"day": 20210324}',
     ],
 )
@@ -165,14 +172,33 @@ def test_a_number_or_a_boolean_into_a_string_column_is_its_text_as_written() -> 
     ]  # fmt: skip
 
 
+def test_numbers_written_as_strings_are_read_from_their_text_as_flink_reads_them() -> None:
+    values = [
+        b'{"id": "-9223372036854775808", "t": "+7", "s": "007", "i": "\\u0034\\u0032"}',
+        b'{"amount": "1.5", "f": "0.1", "price": "99.99"}',
+        b'{"amount": "-0", "f": "1E3", "price": "1.2500", "id": "-0"}',
+        b'{"i": "0000000000000000000000000042"}',  # leading zeros, however many
+    ]
+    assert scanned(values) == [True] * len(values)
+    rows = decode(values)
+    assert [(r["id"], r["t"], r["s"], r["i"]) for r in rows[:1]] == [(-(2**63), 7, 7, 42)]
+    assert (rows[1]["amount"], rows[1]["f"], rows[1]["price"]) == (1.5, struct.unpack(
+        "f", struct.pack("f", 0.1))[0], Decimal("99.99"))  # fmt: skip
+    assert (rows[2]["amount"], rows[2]["f"], rows[2]["price"], rows[2]["id"]) == (
+        -0.0, 1000.0, Decimal("1.25"), 0
+    )  # fmt: skip
+    assert math.copysign(1, rows[2]["amount"]) == -1
+    assert rows[3]["i"] == 42
+
+
 def test_records_the_scanner_leaves_are_decoded_by_arrow_where_it_can() -> None:
-    values = [b'{"id": 1}', b'{"price": "99.99", "id": 2}', b'{"id": "5"}', b'{"id": 4}']
+    values = [b'{"id": 1}', b'{"price": "+99.99", "id": 2}', b'{"id": " 5"}', b'{"id": 4}']
     assert scanned(values) == [True, False, False, True]
     got = decode(values)
     # Arrow takes the records the scanner left, as a batch of their own: a DECIMAL written as a
     # string it reads; an integer written as a string it refuses, and so both go per record.
     assert [r and r["id"] for r in got] == [1, None, None, 4]
-    values = [b'{"id": 1}', b'{"price": "99.99", "id": 2}', b'{"id": 4}']
+    values = [b'{"id": 1}', b'{"price": "+99.99", "id": 2}', b'{"id": 4}']
     assert [(r["id"], r["price"]) for r in decode(values)] == [
         (1, None),
         (2, Decimal("99.99")),
