@@ -216,19 +216,35 @@ def _parse_type(t: FlinkType) -> DataType:
     return T.StringType()
 
 
-def last_wins(entries: SparkColumn, key: str = "key") -> SparkColumn:
-    """Entries without those whose ``key`` appears again later (the last entry of a key wins)."""
+def bound(value: SparkColumn, body: Callable[[SparkColumn], SparkColumn]) -> SparkColumn:
+    """``body(value)`` with ``value`` computed once, as a lambda's argument: an expression that a
+    lambda inside ``body`` refers to is otherwise computed again for every element."""
     from pyspark.sql import functions as F
 
-    return F.filter(
-        entries,
-        lambda e, i: (
-            ~F.exists(
-                F.slice(entries, i + 2, F.greatest(F.size(entries), F.lit(1))),
-                lambda later: later[key].eqNullSafe(e[key]),
+    return F.get(F.transform(F.array(value), body), 0)
+
+
+def last_wins(entries: SparkColumn, key: str = "key") -> SparkColumn:
+    """Entries without those whose ``key`` appears again later (the last entry of a key wins),
+    in their order. The keys are sorted with their positions, so it costs n log n, not each
+    entry against every later one."""
+    from pyspark.sql import functions as F
+
+    def kept(es: SparkColumn) -> SparkColumn:
+        def winners(order: SparkColumn) -> SparkColumn:
+            last = F.filter(
+                order,
+                lambda x, j: (
+                    (j + 1 == F.size(order)) | ~F.get(order, j + 1)["k"].eqNullSafe(x["k"])
+                ),
             )
-        ),
-    )
+            positions = F.array_sort(F.transform(last, lambda x: x["i"]))
+            return F.transform(positions, lambda i: F.get(es, i))
+
+        keys = F.transform(es, lambda e, i: F.struct(e[key].alias("k"), i.alias("i")))
+        return bound(F.array_sort(keys), winners)
+
+    return bound(entries, kept)
 
 
 def _collect(pairs: SparkColumn) -> SparkColumn:
