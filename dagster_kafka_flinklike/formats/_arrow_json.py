@@ -21,8 +21,13 @@ strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the
 - DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are read as text by both and checked against
   ``timestamp-format.standard``'s shape per record; a record whose text does not match goes the
   per-record way alone.
+- MAP columns with text keys (at any depth): Arrow's parser reads no maps, so the exactness
+  pass (``_text_scan.exact``, see :mod:`._exact_json`) first writes every map as the array of its
+  entries, the last of a repeated key alone as in Flink, and the parsed entries become the map.
+  A record whose map is no object or has a key with an escape goes the per-record way alone.
 - Tables neither covers decode per record only: ``fail-on-missing-field`` (neither can tell a
-  missing field from a null one), MAP, BYTES, and temporal types inside ROW or ARRAY.
+  missing field from a null one), MAP with keys that are not text, BYTES, and temporal types
+  inside ROW, ARRAY or MAP.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, spark_type
+from ._exact_json import ExactJson
 from ._patterns import DATE, TIME, TIMESTAMP
 from ._scanners import TEXT_TYPES, scan_columns, scanned, scanner, struct_type
 
@@ -61,17 +67,57 @@ def _covered(t: FlinkType, top: bool) -> bool:
         return bool(t.children) and all(_covered(c, False) for c in t.children)
     if t.name in ("ARRAY", "MULTISET"):
         return _covered(t.children[0], False)
+    if t.name == "MAP":  # its entries (see the module's docstring): the pass is C only
+        key, value = t.children
+        return scanner() is not None and key.name in TEXT_TYPES and _covered(value, False)
     return False
 
 
+def _has_map(t: FlinkType) -> bool:
+    return t.name == "MAP" or any(_has_map(c) for c in t.children)
+
+
 def _parse_type(t: FlinkType) -> pa.DataType:
-    """The Arrow type a field is parsed as: temporal text as a string, the rest as declared."""
+    """The Arrow type a field is parsed as: temporal text as a string, a map as the list of its
+    entries, the rest as declared."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
     if t.name in _TEMPORAL:
         return pa.string()
-    return to_arrow_type(spark_type(t), timezone="UTC")
+    if not _has_map(t):
+        return to_arrow_type(spark_type(t), timezone="UTC")
+    if t.name == "MAP":
+        entry = [("key", pa.string()), ("value", _parse_type(t.children[1]))]
+        return pa.list_(pa.struct(entry))
+    if t.name == "ROW":
+        return pa.struct(
+            [(n, _parse_type(c)) for n, c in zip(t.field_names, t.children, strict=True)]
+        )
+    return pa.list_(_parse_type(t.children[0]))
+
+
+def _declared(parsed: pa.Array, t: FlinkType, arrow_type: pa.DataType) -> pa.Array:
+    """A parsed value as its declared Arrow type: each map built from its parsed entries."""
+    import pyarrow as pa
+
+    if not _has_map(t):
+        return parsed
+    mask = parsed.is_null()
+    if t.name == "ROW":
+        children = [
+            _declared(parsed.field(i), c, arrow_type.field(i).type)
+            for i, c in enumerate(t.children)
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask)
+    if t.name == "MAP":
+        entries = parsed.values
+        value = _declared(entries.field("value"), t.children[1], arrow_type.item_type)
+        return pa.MapArray.from_arrays(
+            parsed.offsets, entries.field("key"), value, type=arrow_type, mask=mask
+        )
+    element = _declared(parsed.values, t.children[0], arrow_type.value_type)
+    return pa.ListArray.from_arrays(parsed.offsets, element, type=arrow_type, mask=mask)
 
 
 def _contains(data: Any, token: bytes) -> bool:
@@ -106,6 +152,8 @@ class NativeJson:
         #: What Arrow's parser reads each column as (temporal types as text), built once here
         #: instead of per batch.
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
+        #: The pass that writes maps as their entries, for a table with MAP columns.
+        self.maps = ExactJson(columns) if any(_has_map(t) for t in self.types) else None
         #: The record scanner's columns, when it is built and the table is flat.
         self.scan_columns = scan_columns(columns, standard)
         timestamp = TIMESTAMP[standard]
@@ -179,6 +227,8 @@ class NativeJson:
         import pyarrow.compute as pc
 
         n = len(values)
+        if self.maps is not None:
+            values = self.maps.maps_as_entries(values)  # null: a record it leaves
         objects = pc.and_(
             pc.equal(pc.binary_slice(values, 0, 1), pa.scalar(b"{", pa.binary())),
             pc.equal(pc.binary_slice(values, -1), pa.scalar(b"}", pa.binary())),
@@ -211,7 +261,7 @@ class NativeJson:
                 column = pc.if_else(shaped, column, None)
                 if t.name != "TIME":
                     column = column.cast(field.type)
-            arrays.append(column)
+            arrays.append(_declared(column, t, field.type))
         mask = None if clean is None else pc.invert(clean)
         return pa.StructArray.from_arrays(arrays, fields=list(self.arrow_type), mask=mask)
 

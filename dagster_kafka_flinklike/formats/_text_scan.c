@@ -1312,6 +1312,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  * a number in a STRING position is quoted as that reading gives it (see node_number_text) and a
  * DECIMAL string is not trimmed.
  *
+ * In maps mode (for Arrow's parser, which reads no maps and no boolean as text), every record
+ * the pass takes comes out, rewritten or not: a MAP object becomes the array of its entries (see
+ * rewrite_map) and true or false in a STRING position is quoted; a record with a MAP that is no
+ * object or has a key with an escape is left (null).
+ *
  * A record that is not one well-formed JSON document is left as it is (its decoding reports it).
  */
 typedef struct {
@@ -1336,6 +1341,7 @@ typedef struct {
     int changed;
     int node_mode;         /* Flink's node-based reading (the changelog formats' envelopes) */
     Buffer text;           /* scratch: a number's text as Flink gives it */
+    int maps;              /* for Arrow's parser: maps as arrays of entries (see rewrite_map) */
 } Rewrite;
 
 /* Replaces the bytes [from, to) of the record with text or, text NULL, with the bytes [lo, hi)
@@ -1546,13 +1552,156 @@ static int rewrite_container(Cursor *c, Rewrite *w, const TypeNode *node, int de
     }
 }
 
+/* Appends the record's bytes [w->copied, upto) and then `text` to the output; the record's
+ * bytes resume at `resume`. */
+static int emit(Rewrite *w, const uint8_t *upto, const char *text, const uint8_t *resume) {
+    Py_ssize_t kept = upto - w->copied, inserted = (Py_ssize_t)strlen(text);
+    if (reserve(w->out, kept + inserted) < 0)
+        return -2;
+    memcpy(w->out->data + w->out->used, w->copied, (size_t)kept);
+    memcpy(w->out->data + w->out->used + kept, text, (size_t)inserted);
+    w->out->used += kept + inserted;
+    w->copied = resume;
+    w->changed = 1;
+    return 0;
+}
+
+/* A map entry's bounds: its key's content, its value. */
+typedef struct {
+    const uint8_t *key, *key_end, *value;
+    Py_ssize_t index;
+    int dropped;
+} Entry;
+
+/* Entries by key bytes, then position: a repeated key's entries together, its last one last. */
+static int compare_entries(const void *a, const void *b) {
+    const Entry *x = *(const Entry *const *)a, *y = *(const Entry *const *)b;
+    Py_ssize_t nx = x->key_end - x->key, ny = y->key_end - y->key;
+    int order = memcmp(x->key, y->key, (size_t)(nx < ny ? nx : ny));
+    if (order != 0)
+        return order;
+    if (nx != ny)
+        return nx < ny ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The bounds of the members of the object at c->p (passed), validated; -1 for a key with an
+ * escape (two keys can then be one without the same bytes) or malformed JSON. */
+static int map_entries(Cursor *c, Entry **entries, Py_ssize_t *n, int depth) {
+    Py_ssize_t capacity = 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (c->p >= c->end || *c->p != '"')
+            return -1;
+        const uint8_t *key = ++c->p;
+        int r = scan_string(c, NULL);
+        if (r < 0)
+            return r;
+        const uint8_t *key_end = c->p - 1;
+        if (memchr(key, '\\', (size_t)(key_end - key)) != NULL)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':')
+            return -1;
+        c->p++;
+        skip_ws(c);
+        const uint8_t *value = c->p;
+        r = skip_value(c, depth + 1);
+        if (r < 0)
+            return r;
+        if (*n == capacity) {
+            capacity = capacity ? 2 * capacity : 16;
+            Entry *grown = realloc(*entries, sizeof(Entry) * (size_t)capacity);
+            if (grown == NULL)
+                return -2;
+            *entries = grown;
+        }
+        (*entries)[*n] = (Entry){key, key_end, value, *n, 0};
+        (*n)++;
+        r = next_member(c, '}');
+        if (r <= 0)
+            return r;
+    }
+}
+
+/* Marks every entry whose key a later entry repeats (Flink's map keeps the last). */
+static int drop_repeated(Entry *entries, Py_ssize_t n) {
+    if (n < 2)
+        return 0;
+    Entry **order = malloc(sizeof(Entry *) * (size_t)n);
+    if (order == NULL)
+        return -2;
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[i] = &entries[i];
+    qsort(order, (size_t)n, sizeof(Entry *), compare_entries);
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        const Entry *x = order[i], *y = order[i + 1];
+        if (x->key_end - x->key == y->key_end - y->key &&
+            memcmp(x->key, y->key, (size_t)(x->key_end - x->key)) == 0)
+            order[i]->dropped = 1;
+    }
+    free(order);
+    return 0;
+}
+
+/*
+ * For Arrow's parser, which reads no maps: the MAP object at c->p written as the array of its
+ * entries, [{"key": k, "value": v}, ...], in their order, the last of a repeated key alone (as
+ * Flink's map keeps it), each value rewritten along the map's value node. -1 (the record left
+ * to the per-record decoding) for a key with an escape or malformed JSON.
+ */
+static int rewrite_map(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
+    if (depth > MAX_DEPTH)
+        return -1;
+    const uint8_t *open = c->p;
+    Entry *entries = NULL;
+    Py_ssize_t n = 0;
+    int r = map_entries(c, &entries, &n, depth);
+    if (r == 0)
+        r = drop_repeated(entries, n);
+    if (r == 0)
+        r = emit(w, open, "[", open);
+    int first = 1;
+    for (Py_ssize_t i = 0; i < n && r == 0; i++) {
+        const Entry *e = &entries[i];
+        if (e->dropped)
+            continue;
+        r = emit(w, w->copied, first ? "{\"key\":" : ",{\"key\":", e->key - 1);
+        first = 0;
+        if (r == 0)
+            r = emit(w, e->key_end + 1, ",\"value\":", e->value);
+        Cursor value = {e->value, c->end};
+        if (r == 0)
+            r = rewrite_value(&value, w, &w->nodes[node->first_child], depth + 1);
+        if (r == 0)
+            r = emit(w, value.p, "}", value.p);
+    }
+    if (r == 0)
+        r = emit(w, w->copied, "]", c->p);
+    free(entries);
+    return r;
+}
+
 static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
     if (c->p >= c->end)
         return -1;
     uint8_t b = *c->p;
     int is_number = b == '-' || (b >= '0' && b <= '9');
     switch (node->kind) {
-    case 'R': case 'M':
+    case 'M':
+        if (w->maps) {
+            if (b == '{')
+                return rewrite_map(c, w, node, depth);
+            if (b != 'n')
+                return -1; /* no object (Arrow's parser would read [] as an empty map) */
+        }
+        /* fall through */
+    case 'R':
         if (b == '{')
             return rewrite_container(c, w, node, depth);
         break;
@@ -1561,6 +1710,12 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
             return rewrite_container(c, w, node, depth);
         break;
     case 'S':
+        if (w->maps && (b == 't' || b == 'f')) { /* Arrow's parser reads no boolean as text */
+            const uint8_t *start = c->p;
+            if (b == 't' ? literal(c, "true", 4) < 0 : literal(c, "false", 5) < 0)
+                return -1;
+            return replace(w, start, c->p, NULL, start, c->p, '"', '"');
+        }
         if (is_number) {
             const uint8_t *start = c->p;
             Number n;
@@ -1640,22 +1795,23 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
 }
 
 PyDoc_STRVAR(exact_doc,
-    "exact(validity, offsets, data, offset, length, nodes, names, node_mode=False)\n"
+    "exact(validity, offsets, data, offset, length, nodes, names, node_mode=False, maps=False)\n"
     "    -> (changed, offsets, data)\n\n"
     "The json format's exactness pass over records [offset, offset + length) of a binary array\n"
     "(see the source): `nodes` packs the table's type tree (16 bytes a node, the root first),\n"
     "`names` its field names. Returns the buffers of a binary array, valid where a record was\n"
-    "rewritten.");
+    "rewritten; with `maps` (for Arrow's parser: maps as arrays of entries), valid for every\n"
+    "record the pass takes, rewritten or not, and null for one it leaves.");
 
 static PyObject *exact(PyObject *self, PyObject *args) {
     PyObject *validity_obj, *offsets_obj, *data_obj;
     Py_ssize_t offset, length;
     const char *nodes_buf, *names;
     Py_ssize_t nodes_len, names_len;
-    int node_mode = 0;
+    int node_mode = 0, maps = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOnny#y#|p", &validity_obj, &offsets_obj, &data_obj, &offset,
-                          &length, &nodes_buf, &nodes_len, &names, &names_len, &node_mode))
+    if (!PyArg_ParseTuple(args, "OOOnny#y#|pp", &validity_obj, &offsets_obj, &data_obj, &offset,
+                          &length, &nodes_buf, &nodes_len, &names, &names_len, &node_mode, &maps))
         return NULL;
     if (nodes_len == 0 || nodes_len % TYPE_NODE_SIZE != 0) {
         PyErr_SetString(PyExc_ValueError, "the type tree must be whole 16-byte nodes");
@@ -1691,7 +1847,7 @@ static PyObject *exact(PyObject *self, PyObject *args) {
     uint8_t *changed = NULL;
     int32_t *out_offsets = NULL;
     Buffer out = {0};
-    Rewrite w = {nodes, n_nodes, names, NULL, &out, {0}, 0, node_mode, {0}};
+    Rewrite w = {nodes, n_nodes, names, NULL, &out, {0}, 0, node_mode, {0}, maps};
     if (get_batch(&batch, validity_obj, offsets_obj, data_obj, offset, length) < 0)
         goto done;
     bitmap_size = (length + 7) / 8;
@@ -1728,7 +1884,7 @@ static PyObject *exact(PyObject *self, PyObject *args) {
                 failed = 1;
                 break;
             }
-            if (r == 0 && w.changed) {
+            if (r == 0 && (w.changed || maps)) { /* maps: every record it takes, as it is */
                 Py_ssize_t rest = c.end - w.copied;
                 if (reserve(&out, rest) < 0) {
                     failed = 1;

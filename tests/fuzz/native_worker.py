@@ -42,7 +42,8 @@ _TEMPORAL = (
 )  # fmt: skip
 _JSON_TOKENS = (
     b"true", b"false", b"null", b"{}", b"[]", b'{"a": [1, {"b": null}]}', b'"\\ud800"',
-    b'"\\u00e9"', b'"\\\\"', b'"\\n"',
+    b'"\\u00e9"', b'"\\\\"', b'"\\n"', b'{"a": 1, "a": "x", "b": {"a": true}, "x\\n": []}',
+    b'{"id": 1e400, "x": [1.5, "2"], "b": {"b": {"b": -0.0}}}',
 )  # fmt: skip
 #: The input at which the worker crashes on purpose (the harness's own test), if any.
 CRASH_AT = int(os.environ.get("FUZZ_NATIVE_CRASH_AT", "-1"))
@@ -216,9 +217,33 @@ def messages(rng: Any) -> list[Any]:
     return out
 
 
+def type_tree(rng: Any, depth: int = 3) -> tuple[Any, ...]:
+    """A table's type tree as the exactness pass reads it (``driver.pack_tree``)."""
+    name = rng.choice(_NAMES)
+    if depth == 3 or (depth > 0 and rng.random() < 0.5):
+        kind = "R" if depth == 3 else rng.choice("RAM")
+        count = rng.randrange(5) if kind == "R" else 1
+        return (kind, 0, name, tuple(type_tree(rng, depth - 1) for _ in range(count)))
+    return (rng.choice("SDILFX"), rng.randrange(39), name, ())
+
+
+def exact_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``exact`` (every mode), and whether they are valid."""
+    (validity, offsets, data, start, length, _), valid = scan_arguments(rng, False)
+    nodes, names = driver.pack_tree(type_tree(rng))
+    if rng.randrange(16) == 0:
+        valid = False
+        nodes = rng.choice((random_bytes(rng, 80), nodes[:-1], b""))
+    modes = (rng.random() < 0.5, rng.random() < 0.5)  # node mode, maps
+    return (validity, offsets, data, start, length, nodes, names, *modes), valid
+
+
 def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:
     """Input of ``rng``: (kind, function, arguments, whether they are valid, detail)."""
-    kind = rng.randrange(3)
+    kind = rng.randrange(4)
+    if kind == 3:
+        arguments, valid = exact_arguments(rng)
+        return "exact", driver.text_scan.exact, arguments, valid, None
     if kind < 2:
         csv = kind == 1
         arguments, valid = scan_arguments(rng, csv)
@@ -262,18 +287,21 @@ def call(rng: Any, index: int, last: int) -> tuple[str, str, Any]:
         import ctypes
 
         ctypes.string_at(0)
-    if kind == "scan":
+    if kind in ("scan", "exact"):
         try:
             result = function(*arguments)
         except driver.ARGUMENT_ERRORS as exc:
             if valid:
-                return "scan", "failure", f"valid arguments refused: {exc!r}"
-            return "scan", "refused", None
+                return kind, "failure", f"valid arguments refused: {exc!r}"
+            return kind, "refused", None
         try:
-            driver.check_scanned(result, arguments[4], arguments[5])
+            if kind == "scan":
+                driver.check_scanned(result, arguments[4], arguments[5])
+            else:
+                driver.check_exact(result, arguments[4])
         except Exception as exc:
-            return "scan", "failure", f"a result of the wrong shape: {exc!r}"
-        return "scan", "ok", None
+            return kind, "failure", f"a result of the wrong shape: {exc!r}"
+        return kind, "ok", None
     listed = arguments[0]
     n = len(listed)
     try:
@@ -300,7 +328,7 @@ def main(seed: int, start: int, count: int) -> None:
     if count < 0:  # describe input ``start`` instead of calling
         print(describe(seed, start))
         return
-    counts = {"done": 0, "refused": 0, "scan": 0, "messages": 0}
+    counts = {"done": 0, "refused": 0, "scan": 0, "exact": 0, "messages": 0}
     last = os.open(driver.DIRECTORY / "last-call.txt", os.O_WRONLY | os.O_CREAT, 0o644)
     for index in range(start, start + count):
         kind, outcome, detail = call(case_random(seed, "native", index), index, last)

@@ -215,6 +215,15 @@ def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
             assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
 
 
+def check_exact(result: Any, length: int) -> None:
+    """The shape of the exactness pass's result: a bitmap per record, a binary array's
+    offsets and data."""
+    changed, out_offsets, out_data = result
+    assert len(changed) == (length + 7) // 8
+    ends = struct.unpack(f"<{length + 1}i", out_offsets)
+    assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(out_data)
+
+
 def scan_checked(function: Any, call: tuple[Any, ...], valid: bool) -> None:
     """``function(*call)``: a result of the right shape, or (only if not ``valid``) an argument
     error."""
@@ -258,7 +267,9 @@ def pack_tree(tree: tuple[Any, ...]) -> tuple[bytes, bytes]:
     return b"".join(struct.pack("<BBHIII", *n) for n in nodes), bytes(names)
 
 
-_leaf = st.tuples(st.sampled_from("SDX"), st.integers(0, 38), st.sampled_from(_NAMES), st.just(()))
+_leaf = st.tuples(
+    st.sampled_from("SDILFX"), st.integers(0, 38), st.sampled_from(_NAMES), st.just(())
+)
 _tree = st.recursive(
     _leaf,
     lambda inner: st.one_of(
@@ -273,10 +284,18 @@ _tree = st.recursive(
 
 @PROPERTY
 @given(
-    arguments=batches(csv=False), tree=_tree, how=st.integers(0, 15), made_up=st.binary(max_size=80)
+    arguments=batches(csv=False),
+    tree=_tree,
+    how=st.integers(0, 15),
+    made_up=st.binary(max_size=80),
+    modes=st.tuples(st.booleans(), st.booleans()),
 )
 def test_exact(
-    arguments: tuple[tuple[Any, ...], bool], tree: Any, how: int, made_up: bytes
+    arguments: tuple[tuple[Any, ...], bool],
+    tree: Any,
+    how: int,
+    made_up: bytes,
+    modes: tuple[bool, bool],
 ) -> None:
     (validity, offsets, data, start, length, _), valid = arguments
     nodes, names = pack_tree(tree)
@@ -284,16 +303,14 @@ def test_exact(
         nodes, valid = made_up, False
     elif how == 1:
         names, valid = names[: len(names) // 2], False
-    call = (validity, offsets, data, start, length, nodes, names)
+    call = (validity, offsets, data, start, length, nodes, names, *modes)  # node mode, maps
     note("exact", *call)
     try:
-        changed, out_offsets, out_data = text_scan.exact(*call)
+        result = text_scan.exact(*call)
     except ARGUMENT_ERRORS:
         assert not valid, call
         return
-    assert len(changed) == (length + 7) // 8
-    ends = struct.unpack(f"<{length + 1}i", out_offsets)
-    assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(out_data)
+    check_exact(result, length)
 
 
 _BYTE = st.one_of(st.sampled_from([44, 59, 34, 39, 92, 9, 35, -1, 0, 127]), st.integers(-300, 300))

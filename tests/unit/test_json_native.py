@@ -142,9 +142,49 @@ def test_iso_8601_and_local_zone_timestamps() -> None:
     ) == [None]
 
 
+MAPS = [
+    Column("id", "INT"),
+    Column("m", "MAP<STRING, INT>"),
+    Column("r", "ROW<n MAP<STRING, ARRAY<MAP<STRING, STRING>>>, s STRING>"),
+]
+
+
+def test_maps_are_read_from_their_entries_the_last_of_a_repeated_key_winning() -> None:
+    values = [
+        b'{"id": 1, "m": {"a": 1, "b": 2, "a": 3}}',
+        b'{"id": 2, "m": {}, "r": {"n": {"k": [{"z": "1"}, null, {}], "k": [], "j": null}}}',
+        b'{"id": 3, "m": null, "r": {"s": 1.50, "n": null}}',
+        b'{"id": 4.9, "m": {"\xc3\xa9": -1}}',  # a fraction truncated, as Flink reads an INT
+    ]
+    got = decode(values, MAPS)
+    assert [(r["id"], r["m"]) for r in got] == [
+        (1, [("b", 2), ("a", 3)]),
+        (2, []),
+        (3, None),
+        (4, [("\xe9", -1)]),
+    ]
+    assert got[1]["r"] == {"n": [("k", []), ("j", None)], "s": None}
+    assert got[2]["r"] == {"n": None, "s": "1.50"}
+
+
+@pytest.mark.parametrize(
+    "left",
+    [
+        b'{"id": 1, "m": []}',  # no object: Arrow would read an empty map
+        b'{"id": 1, "m": 5}',
+        b'{"id": 1, "m": {"a\\u0062": 1, "ab": 2}}',  # a key with an escape: one key or two
+        b'{"id": 1, "m": {"a": 1,}}',
+    ],
+)
+def test_a_record_whose_map_the_pass_cannot_write_goes_per_record_alone(left: bytes) -> None:
+    got = decode([b'{"id": 1, "m": {"a": 1}}', left, b'{"id": 3}'], MAPS)
+    assert [r and r["id"] for r in got] == [1, None, 3]
+
+
 def test_tables_it_does_not_cover_decode_per_record_only() -> None:
     assert native_decoder("json", COLUMNS, {"fail-on-missing-field": "true"}) is None
-    assert native_decoder("json", [Column("m", "MAP<STRING, INT>")], {}) is None
+    assert native_decoder("json", [Column("m", "MAP<INT, INT>")], {}) is None
+    assert native_decoder("json", [Column("m", "MAP<STRING, TIMESTAMP(3)>")], {}) is None
     assert native_decoder("json", [Column("b", "BYTES")], {}) is None
     assert native_decoder("json", [Column("r", "ROW<at TIMESTAMP(3)>")], {}) is None
     assert native_decoder("json", [], {}) is None
