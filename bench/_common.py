@@ -228,7 +228,17 @@ def delete_topic(bootstrap: str, name: str) -> None:
         log(f"could not delete topic {name}: {exc}")
 
 
-def order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
+#: Stands for a record's 19-digit id in a template value (:func:`cut_json`).
+ID_MARKER = "@@ID@@"
+
+
+def cut_json(value: Any) -> tuple[bytes, ...]:
+    """``value`` as compact JSON (non-ASCII as ``\\u`` escapes) cut at every :data:`ID_MARKER`:
+    the parts a record's id joins (``id.join(parts)``), so each record is unique and cheap."""
+    return tuple(json.dumps(value, separators=(",", ":")).encode().split(ID_MARKER.encode()))
+
+
+def order_templates(count: int = 1000) -> list[tuple[bytes, ...]]:
     """JSON order values cut around their order id: ``(before, after)`` byte pairs.
 
     Record ``i`` is ``before + <19-digit id i> + after``: ~200-byte orders as the demo's
@@ -236,13 +246,7 @@ def order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
     """
     from dagster_kafka_flinklike.local.orders import generate_orders
 
-    templates = []
-    for order in generate_orders(0, count):
-        marker = "@@ID@@"
-        text = json.dumps({**order, "order_id": marker}, separators=(",", ":")).encode()
-        before, after = text.split(marker.encode())
-        templates.append((before, after))
-    return templates
+    return [cut_json({**order, "order_id": ID_MARKER}) for order in generate_orders(0, count)]
 
 
 def avro_order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
@@ -276,13 +280,14 @@ def _produce_share(
     hi: int,
     compression: str,
     errors: Any,
-    value_format: str = "json",
+    templates: Callable[[], Sequence[tuple[bytes, ...]]],
 ) -> None:
-    """Produce records ``lo..hi-1`` round-robin over ``partitions`` (a producer process)."""
+    """Produce records ``lo..hi-1`` round-robin over ``partitions`` (a producer process): record
+    ``i`` is the parts of template ``i`` (of ``templates()``, cyclically) joined by its id."""
     from confluent_kafka import Producer
 
-    templates = avro_order_templates() if value_format == "avro" else order_templates()
-    width = len(templates)
+    parts = templates()
+    width = len(parts)
     failed = [0]
 
     def on_error(err: Any) -> None:
@@ -301,11 +306,11 @@ def _produce_share(
     produce = producer.produce
     nparts = len(partitions)
     for i in range(lo, hi):
-        before, after = templates[i % width]
         key = b"%019d" % i
+        value = key.join(parts[i % width])
         while True:
             try:
-                produce(topic, before + key + after, key, partition=partitions[i % nparts])
+                produce(topic, value, key, partition=partitions[i % nparts])
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -326,7 +331,26 @@ def produce_orders(
     value_format: str = "json",
 ) -> float:
     """Fill ``topic`` with ``records`` orders (``value_format`` json or avro) as fast as a raw
-    producer loop can.
+    producer loop can (:func:`produce_records`); records per second of the whole fill."""
+    templates = avro_order_templates if value_format == "avro" else order_templates
+    return produce_records(
+        bootstrap, topic, records, partitions, templates,
+        processes=processes, compression=compression,
+    )  # fmt: skip
+
+
+def produce_records(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    partitions: int,
+    templates: Callable[[], Sequence[tuple[bytes, ...]]],
+    *,
+    processes: int = 2,
+    compression: str = "none",
+) -> float:
+    """Fill ``topic`` with ``records`` values of ``templates`` (a module-level function, as the
+    producer processes call it; see :func:`_produce_share`) as fast as a raw producer loop can.
 
     ``processes`` producer processes share the partitions; each uses large batches with 50 ms
     linger and ``compression`` (``none`` by default). The end offsets are checked afterwards.
@@ -351,7 +375,7 @@ def produce_orders(
                 bounds[i + 1],
                 compression,
                 errors,
-                value_format,
+                templates,
             ),
         )
         for i in range(processes)
@@ -590,7 +614,10 @@ class RssSampler:
         return self
 
     def stop(self) -> None:
-        """Take a last sample and stop the thread."""
+        """Take a last sample and stop the thread; the figures stay as they are from the first
+        call on (what runs afterwards is not counted)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -18,8 +18,10 @@ then measures records per second of
   the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``);
 
 the CPU time per record of each, and the peak RSS of the driver, the Spark JVM and the Spark
-Python workers. The last line printed is one JSON object with every figure; see
-``bench/README.md``.
+Python workers. Then, in the same session, the JSON step against Spark's source on several
+record shapes, each with its own Spark query and both sides' rows compared
+(``read_shapes.py``: ``ratio_json_step_vs_spark_<shape>``, ``shapes_differ``, ...). The last
+line printed is one JSON object with every figure; see ``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6), ``BENCH_REPEATS`` (3; records/s are the
 best of n, ratios the median of the rounds' own), ``BENCH_BATCH`` (the reader's batch size),
@@ -27,7 +29,8 @@ best of n, ratios the median of the rounds' own), ``BENCH_BATCH`` (the reader's 
 query reads before the timed runs; a twentieth of ``BENCH_RECORDS``), ``BENCH_COMPRESSION``
 (``none`` or ``lz4``), ``BENCH_DRIVER_MEMORY`` (the Spark driver heap; the library's local
 default, ``2g``, when unset: a smaller one shows that memory does not grow with the range),
-``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one).
+``KAFKA_BOOTSTRAP_SERVERS`` (use that broker instead of starting one), ``BENCH_SHAPES`` and
+``BENCH_SHAPE_RECORDS`` (the record shapes: see ``read_shapes.py``).
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import statistics
+import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +51,8 @@ import _common as common
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+
+    from dagster_kafka_flinklike.run.decode import DecodedTable
 
 
 def _raw_worker(
@@ -291,28 +298,34 @@ def _plan(spec: Any) -> Any:
     return plan_source(spec, admin.partitions(spec.topics), admin)
 
 
+def table_spec(bootstrap: str, topic: str, fmt: str, columns: Sequence[Mapping[str, str]]) -> Any:
+    """The ``KafkaTableSpec`` of a benchmark table: ``topic`` read from the earliest offset in
+    format ``fmt``, with ``columns`` (``{"name": ..., "type": ...}`` each), as a Flink DDL's
+    options declare it."""
+    from dagster_kafka_flinklike import KafkaTableSpec
+
+    return KafkaTableSpec.from_options(
+        {
+            "connector": "kafka",
+            "topic": topic,
+            "properties.bootstrap.servers": bootstrap,
+            "properties.group.id": "dkf-read-bench",
+            "scan.startup.mode": "earliest-offset",
+            "format": fmt,
+        },
+        columns=list(columns),
+    )
+
+
 def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topic: str) -> Workload:
     """Plan the reads of the filled topics the way the library plans a run."""
-    from dagster_kafka_flinklike import KafkaTableSpec
     from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS
     from dagster_kafka_flinklike.options import client_config
     from dagster_kafka_flinklike.source.reader import DEFAULT_BATCH_SIZE
     from dagster_kafka_flinklike.source.records import record_fields
 
-    def orders(name: str, fmt: str) -> Any:
-        return KafkaTableSpec.from_options(
-            {
-                "connector": "kafka",
-                "topic": name,
-                "properties.bootstrap.servers": bootstrap,
-                "properties.group.id": "dkf-read-bench",
-                "scan.startup.mode": "earliest-offset",
-                "format": fmt,
-            },
-            columns=ORDER_COLUMNS,
-        )
-
-    spec, avro_spec = orders(topic, "json"), orders(avro_topic, "avro")
+    spec = table_spec(bootstrap, topic, "json", ORDER_COLUMNS)
+    avro_spec = table_spec(bootstrap, avro_topic, "avro", ORDER_COLUMNS)
     plan = _plan(spec)
     workload = Workload(
         topic=topic,
@@ -334,6 +347,15 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topi
     return workload
 
 
+def warm_splits(topic: str, ends: Mapping[int, int], records: int) -> list[Any]:
+    """The warm-up slice of ``topic``: about ``records`` records, the first of each partition
+    (one task per partition, as in the timed runs)."""
+    from dagster_kafka_flinklike.source import KafkaSplit
+
+    share = max(1, records // len(ends))
+    return [KafkaSplit(topic, p, 0, min(end, share)) for p, end in ends.items()]
+
+
 def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     """Run every timed Spark query once over a slice of each partition; not timed.
 
@@ -348,8 +370,7 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     from dagster_kafka_flinklike.source.reader import read_splits
     from dagster_kafka_flinklike.source.records import decode_records, native_reading
 
-    share = max(1, work.warmup // len(work.ends))
-    warm = [KafkaSplit(work.topic, p, 0, min(end, share)) for p, end in work.ends.items()]
+    warm = warm_splits(work.topic, work.ends, work.warmup)
     jit = 0.0
     for columns in (("value",), work.fields):
         df = read_splits(spark, warm, work.consumer_config, columns, batch_size=work.batch)
@@ -375,13 +396,11 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     avro_rows, avro_dirty = dirty_rows(decode_records(work.avro_spec, df))
     if avro_rows != rows or avro_dirty:
         raise RuntimeError(f"decoding the Avro orders gave {avro_rows} rows, {avro_dirty} dirty")
-    jit += json_step(spark, work, warm).jit_cpu
+    jit += json_step(spark, work.spec, work.records, warm).jit_cpu
     if common.SPARK_KAFKA:  # the anchor's queries, over the same slice
         ends = {s.partition: s.stop for s in warm}
-        for json_schema in (None, work.spec):
-            jit += timed_noop_write(
-                spark, spark_kafka_frame(spark, work, json_schema, ends)
-            ).jit_cpu
+        for query in (None, json_query(work.spec.columns)):
+            jit += timed_noop_write(spark, spark_kafka_frame(spark, work.spec, query, ends)).jit_cpu
     common.log(
         f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
         f"of JIT compilation); the orders decode cleanly"
@@ -478,14 +497,18 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             raise RuntimeError(f"reader + Avro returned {run.rows} rows, expected {records}")
         record("avro", f"reader + Avro -> noop{tag}", run.seconds, run.cpu, run)
 
-        run = json_step(spark, work)
+        run = json_step(spark, work.spec, work.records)
         record("json_step", f"a run's JSON read step -> noop{tag}", run.seconds, run.cpu, run)
         if common.SPARK_KAFKA:
-            for name, label, json_schema in (
+            for name, label, query in (
                 ("spark_value", "Spark's Kafka source (value) -> noop", None),
-                ("spark_json", "Spark's Kafka source + from_json -> noop", work.spec),
+                (
+                    "spark_json",
+                    "Spark's Kafka source + from_json -> noop",
+                    json_query(work.spec.columns),
+                ),
             ):
-                frame = spark_kafka_frame(spark, work, json_schema)
+                frame = spark_kafka_frame(spark, work.spec, query)
                 if attempt == 1 and (rows := frame.count()) != records:  # not timed
                     raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
                 run = timed_noop_write(spark, frame)
@@ -493,67 +516,104 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
     return runs, raw_rss
 
 
-def json_step(spark: SparkSession, work: Workload, splits: Any = None) -> SparkRun:
-    """What a streaming asset pays to read a JSON source, into the no-op sink: resolve the
-    table, plan its offsets, read (with the native JSON decoding in the reading tasks), decode
-    with the dirty-data columns, write the clean rows; the run's input statistics are observed
-    by that write (``decode_table``), as a run's sink write counts them. With ``splits`` (the
-    warm-up), those are read instead of the planned ones."""
+@contextmanager
+def json_step_table(
+    spark: SparkSession, spec: Any, splits: Sequence[Any] | None = None
+) -> Iterator[DecodedTable]:
+    """A run's JSON read step up to its sink's action: resolve the table, plan its offsets,
+    read (with the native JSON decoding in the reading tasks) and decode with the dirty-data
+    columns (``decode_table``: the first action over the clean rows observes the input
+    statistics). With ``splits`` (a warm-up), those are read instead of the planned ones."""
     from dagster_kafka_flinklike.run.decode import decode_table
     from dagster_kafka_flinklike.run.plan import plan_table
     from dagster_kafka_flinklike.run.read import read_table
     from dagster_kafka_flinklike.run.tables import KafkaClients, resolve_table
 
-    meter = common.CpuMeter()
-    began = time.monotonic()
-    table = resolve_table(work.spec, {})
+    table = resolve_table(spec, {})
     clients = KafkaClients()
     try:
         plan = plan_table(table, clients.admin(table), None)
         if splits is not None:
             plan = replace(plan, splits=tuple(splits))
-        decoded = decode_table(table, read_table(spark, table, plan))
+        yield decode_table(table, read_table(spark, table, plan))
+    finally:
+        clients.clear()
+
+
+def json_step(
+    spark: SparkSession,
+    spec: Any,
+    records: int,
+    splits: Sequence[Any] | None = None,
+    *,
+    clean: bool = True,
+) -> SparkRun:
+    """What a streaming asset pays to read a JSON source (:func:`json_step_table`), into the
+    no-op sink; that write fills the run's input statistics, as a run's sink write does. Every
+    one of the ``records`` (or of ``splits``) must be read, and with ``clean`` none may be
+    dirty (a shape's differences are reported by its check instead)."""
+    meter = common.CpuMeter()
+    began = time.monotonic()
+    with json_step_table(spark, spec, splits) as decoded:
         decoded.frame.write.format("noop").mode("overwrite").save()
         if not decoded.counts.counted:
             raise RuntimeError("the write did not count the input statistics (observation)")
-    finally:
-        clients.clear()
     elapsed = time.monotonic() - began
-    expected = work.records if splits is None else sum(s.size for s in splits)
-    if decoded.stats.records != expected or decoded.stats.dirty:
+    expected = records if splits is None else sum(s.size for s in splits)
+    if decoded.stats.records != expected or (clean and decoded.stats.dirty):
         raise RuntimeError(f"the JSON step read {decoded.stats}, expected {expected} clean")
     used, jit = meter.used(), meter.jit()
     return SparkRun(elapsed, decoded.stats.records, used["spark-jvm"], jit["spark-jvm"],
                     used["spark-python"], 0)  # fmt: skip
 
 
-def spark_kafka_frame(
-    spark: SparkSession, work: Workload, spec: Any, ends: Mapping[int, int] | None = None
-) -> DataFrame:
-    """The topic through Spark's own Kafka source: the value, or (``spec`` given) the value
-    parsed by ``from_json`` into the table's columns; up to the latest offsets, or ``ends``."""
-    import json
+#: A query over Spark's own Kafka source: its frame (``value`` and the other fields of
+#: Spark's source) in, the table's rows out.
+SparkQuery = Callable[["DataFrame"], "DataFrame"]
+#: How the orders write TIMESTAMP(3) (Flink's SQL text without a fraction), for ``from_json``.
+ORDER_TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss"
 
+
+def json_query(
+    columns: Sequence[Any], timestamp_format: str = ORDER_TIMESTAMP_FORMAT
+) -> SparkQuery:
+    """Spark's own JSON read of a table: ``from_json`` of the value into ``columns`` (the
+    table's, as their Spark types), TIMESTAMP text parsed with ``timestamp_format``."""
     from pyspark.sql import functions as F
 
     from dagster_kafka_flinklike.options import struct_type
 
-    ending = (
-        "latest" if ends is None else json.dumps({work.topic: {str(p): e for p, e in ends.items()}})
-    )
+    schema = struct_type(list(columns))
+    options = {"timestampNTZFormat": timestamp_format}
+
+    def query(frame: DataFrame) -> DataFrame:
+        parsed = F.from_json(F.col("value").cast("string"), schema, options)
+        return frame.select(parsed.alias("row")).select("row.*")
+
+    return query
+
+
+def spark_kafka_frame(
+    spark: SparkSession,
+    spec: Any,
+    query: SparkQuery | None = None,
+    ends: Mapping[int, int] | None = None,
+) -> DataFrame:
+    """The topic of ``spec`` through Spark's own Kafka source: the value, or the rows of
+    ``query`` (e.g. :func:`json_query`); up to the latest offsets, or ``ends``."""
+    import json
+
+    topic = spec.topics[0]
+    ending = "latest" if ends is None else json.dumps({topic: {str(p): e for p, e in ends.items()}})
     frame = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", work.spec.bootstrap_servers)
-        .option("subscribe", work.topic)
+        .option("kafka.bootstrap.servers", spec.bootstrap_servers)
+        .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", ending)
         .load()
     )
-    if spec is None:
-        return frame.select("value")
-    options = {"timestampNTZFormat": "yyyy-MM-dd HH:mm:ss"}
-    parsed = F.from_json(F.col("value").cast("string"), struct_type(spec.columns), options)
-    return frame.select(parsed.alias("row")).select("row.*")
+    return frame.select("value") if query is None else query(frame)
 
 
 #: The summary's ratios: key, numerator, denominator (measurements of :func:`measure`), each the
@@ -647,10 +707,15 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
 
 def run() -> dict[str, Any]:
     """The whole benchmark; returns the summary printed as the last line."""
+    import read_shapes  # imports this module: see the end of the file
+
     records = common.env_int("BENCH_RECORDS", 5_000_000)
     partitions = common.env_int("BENCH_PARTITIONS", 6)
     repeats = max(1, common.env_int("BENCH_REPEATS", common.DEFAULT_REPEATS))
     compression = os.environ.get("BENCH_COMPRESSION", "none").strip() or "none"
+    shapes = read_shapes.selected_shapes()
+    shape_records = common.env_int("BENCH_SHAPE_RECORDS", read_shapes.DEFAULT_SHAPE_RECORDS)
+    disk = records * common.RECORD_DISK_BYTES + read_shapes.disk_bytes(shapes, shape_records)
     summary: dict[str, Any] = {
         "records": records,
         "partitions": partitions,
@@ -659,7 +724,7 @@ def run() -> dict[str, Any]:
         "load_avg_1m_start": round(os.getloadavg()[0], 2),
     }
     sampler = common.RssSampler().start()
-    with common.bench_kafka(disk_bytes=records * common.RECORD_DISK_BYTES) as bootstrap:
+    with common.bench_kafka(disk_bytes=disk) as bootstrap:
         topic = common.create_topic(bootstrap, f"dkf-read-bench-{uuid.uuid4().hex[:8]}", partitions)
         avro_topic = common.create_topic(bootstrap, f"{topic}-avro", partitions)
         try:
@@ -685,6 +750,11 @@ def run() -> dict[str, Any]:
                 warm_up(spark, work, slots)
                 runs, raw_rss = measure(spark, work, slots, repeats)
                 reported = worker_peaks(spark, 4 * slots)
+                sampler.stop()  # the memory figures are those of the measurements above
+                shape_figures = read_shapes.measure_shapes(
+                    spark, bootstrap, shapes, shape_records, partitions, work.warmup, repeats,
+                    compression,
+                )  # fmt: skip
             finally:
                 sampler.stop()  # before the JVM and its workers exit
                 spark.stop()
@@ -708,10 +778,9 @@ def run() -> dict[str, Any]:
             "splits": len(work.splits),
             "batch_size": work.batch,
             "driver_memory": driver_memory,
-            "warmup_records": sum(
-                min(end, max(1, work.warmup // len(work.ends))) for end in work.ends.values()
-            ),
+            "warmup_records": sum(s.size for s in warm_splits(work.topic, work.ends, work.warmup)),
             "produce_rps": round(produce_rps),
+            **shape_figures,
             "load_avg_1m_end": round(os.getloadavg()[0], 2),
         }
     )
@@ -720,14 +789,23 @@ def run() -> dict[str, Any]:
 
 def headline(summary: dict[str, Any]) -> str:
     """The summary's readable line."""
+    shapes = ""
+    if "ratio_json_step_vs_spark_min" in summary:
+        differ = summary["shapes_differ"]
+        shapes = (
+            f"; shapes: JSON step at least {summary['ratio_json_step_vs_spark_min']:.2f}x "
+            f"Spark's source, rows {'differ in ' + ', '.join(differ) if differ else 'the same'}"
+        )
     return (
         f"summary: reader {summary['ratio_raw']:.2f}x the raw loop "
         f"({summary['ratio_fields']:.2f}x with the JSON path's fields), reader + JSON "
         f"{summary['ratio_json']:.2f}x, reader + Avro {summary['ratio_avro']:.2f}x; JSON "
         f"decoding takes {summary['decode_share']:.0%} of "
-        f"the reader's throughput; peak RSS {summary['peak_rss_mb']:.0f} MiB"
+        f"the reader's throughput; peak RSS {summary['peak_rss_mb']:.0f} MiB{shapes}"
     )
 
 
 if __name__ == "__main__":
+    # read_shapes imports this module by its name: let it find this run's, not a second copy.
+    sys.modules.setdefault("read_bench", sys.modules[__name__])
     common.run_and_print(run, headline)
