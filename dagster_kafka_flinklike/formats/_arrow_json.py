@@ -63,8 +63,8 @@ def _covered(t: FlinkType, top: bool) -> bool:
         return True
     if t.name in _TEMPORAL:
         return top
-    if t.name == "ROW":
-        return bool(t.children) and all(_covered(c, False) for c in t.children)
+    if t.name == "ROW":  # a row's fields are its record's, one each: temporal text is checked
+        return bool(t.children) and all(_covered(c, top) for c in t.children)
     if t.name in ("ARRAY", "MULTISET"):
         return _covered(t.children[0], False)
     if t.name == "MAP":  # its entries (see the module's docstring): the pass is C only
@@ -77,6 +77,12 @@ def _has_map(t: FlinkType) -> bool:
     return t.name == "MAP" or any(_has_map(c) for c in t.children)
 
 
+def _special(t: FlinkType) -> bool:
+    """Whether a value of type ``t`` is parsed as another type than its own (see
+    :func:`_parse_type`)."""
+    return t.name == "MAP" or t.name in _TEMPORAL or any(_special(c) for c in t.children)
+
+
 def _parse_type(t: FlinkType) -> pa.DataType:
     """The Arrow type a field is parsed as: temporal text as a string, a map as the list of its
     entries, the rest as declared."""
@@ -85,7 +91,7 @@ def _parse_type(t: FlinkType) -> pa.DataType:
 
     if t.name in _TEMPORAL:
         return pa.string()
-    if not _has_map(t):
+    if not _special(t):
         return to_arrow_type(spark_type(t), timezone="UTC")
     if t.name == "MAP":
         entry = [("key", pa.string()), ("value", _parse_type(t.children[1]))]
@@ -95,29 +101,6 @@ def _parse_type(t: FlinkType) -> pa.DataType:
             [(n, _parse_type(c)) for n, c in zip(t.field_names, t.children, strict=True)]
         )
     return pa.list_(_parse_type(t.children[0]))
-
-
-def _declared(parsed: pa.Array, t: FlinkType, arrow_type: pa.DataType) -> pa.Array:
-    """A parsed value as its declared Arrow type: each map built from its parsed entries."""
-    import pyarrow as pa
-
-    if not _has_map(t):
-        return parsed
-    mask = parsed.is_null()
-    if t.name == "ROW":
-        children = [
-            _declared(parsed.field(i), c, arrow_type.field(i).type)
-            for i, c in enumerate(t.children)
-        ]
-        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask)
-    if t.name == "MAP":
-        entries = parsed.values
-        value = _declared(entries.field("value"), t.children[1], arrow_type.item_type)
-        return pa.MapArray.from_arrays(
-            parsed.offsets, entries.field("key"), value, type=arrow_type, mask=mask
-        )
-    element = _declared(parsed.values, t.children[0], arrow_type.value_type)
-    return pa.ListArray.from_arrays(parsed.offsets, element, type=arrow_type, mask=mask)
 
 
 def _contains(data: Any, token: bytes) -> bool:
@@ -139,7 +122,7 @@ class NativeJson:
     """Decodes a batch of JSON values into a struct of the table's columns; null where a record
     needs the per-record decoding (picklable: built on the driver, run in the tasks)."""
 
-    def __init__(self, columns: Sequence[Column], standard: str) -> None:
+    def __init__(self, columns: Sequence[Column], standard: str, node: bool = False) -> None:
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_type
 
@@ -152,10 +135,13 @@ class NativeJson:
         #: What Arrow's parser reads each column as (temporal types as text), built once here
         #: instead of per batch.
         self.parse_schema = pa.schema([(c.name, _parse_type(c.flink_type)) for c in columns])
-        #: The pass that writes maps as their entries, for a table with MAP columns.
-        self.maps = ExactJson(columns) if any(_has_map(t) for t in self.types) else None
+        #: The exactness pass prepared for Arrow's parser, for a table with MAP columns (maps as
+        #: their entries) and for a changelog envelope (``node``: numbers in text positions as
+        #: Flink's node-based reading gives them).
+        rewritten = node or any(_has_map(t) for t in self.types)
+        self.rewrite = ExactJson(columns, node) if rewritten else None
         #: The record scanner's columns, when it is built and the table is flat.
-        self.scan_columns = scan_columns(columns, standard)
+        self.scan_columns = None if node else scan_columns(columns, standard)
         timestamp = TIMESTAMP[standard]
         self.patterns = {
             "DATE": DATE,
@@ -227,8 +213,8 @@ class NativeJson:
         import pyarrow.compute as pc
 
         n = len(values)
-        if self.maps is not None:
-            values = self.maps.maps_as_entries(values)  # null: a record it leaves
+        if self.rewrite is not None:
+            values = self.rewrite.for_arrow(values)  # null: a record it leaves
         objects = pc.and_(
             pc.equal(pc.binary_slice(values, 0, 1), pa.scalar(b"{", pa.binary())),
             pc.equal(pc.binary_slice(values, -1), pa.scalar(b"}", pa.binary())),
@@ -247,23 +233,57 @@ class NativeJson:
         return decoded.take(pc.if_else(objects, position, None))
 
     def _struct(self, parsed: list[pa.Array]) -> pa.StructArray:
-        """Arrow's parsed columns as the struct, temporal text converted; a record whose text
-        does not have its type's shape is null (decoded per record)."""
+        """Arrow's parsed columns as the struct (see :meth:`_converted`); a record with a
+        temporal text that does not have its type's shape is null (decoded per record)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         clean: pa.Array | None = None
         arrays = []
         for column, t, field in zip(parsed, self.types, self.arrow_type, strict=True):
-            if t.name in _TEMPORAL:
-                shaped = pc.match_substring_regex(column, self.patterns[t.name]).fill_null(True)
+            value, shaped = self._converted(column, t, field.type)
+            arrays.append(value)
+            if shaped is not None:
                 clean = shaped if clean is None else pc.and_(clean, shaped)
-                column = pc.if_else(shaped, column, None)
-                if t.name != "TIME":
-                    column = column.cast(field.type)
-            arrays.append(_declared(column, t, field.type))
         mask = None if clean is None else pc.invert(clean)
         return pa.StructArray.from_arrays(arrays, fields=list(self.arrow_type), mask=mask)
+
+    def _converted(
+        self, parsed: pa.Array, t: FlinkType, arrow_type: pa.DataType
+    ) -> tuple[pa.Array, pa.Array | None]:
+        """A parsed value as its declared Arrow type: temporal text converted where it has its
+        type's shape, each map built from its parsed entries; and which values had the shape
+        (None: no temporal text in them; it is only covered at the top and in rows)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not _special(t):
+            return parsed, None
+        if t.name in _TEMPORAL:
+            shaped = pc.match_substring_regex(parsed, self.patterns[t.name]).fill_null(True)
+            value = pc.if_else(shaped, parsed, None)
+            return (value if t.name == "TIME" else value.cast(arrow_type)), shaped
+        absent = parsed.is_null()
+        if t.name == "ROW":
+            children, clean = [], None
+            for i, child in enumerate(t.children):
+                value, shaped = self._converted(parsed.field(i), child, arrow_type.field(i).type)
+                children.append(value)
+                if shaped is not None:
+                    clean = shaped if clean is None else pc.and_(clean, shaped)
+            if clean is not None:
+                clean = pc.or_(clean, absent)
+            struct = pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=absent)
+            return struct, clean
+        if t.name == "MAP":
+            entries = parsed.values
+            value, _ = self._converted(entries.field("value"), t.children[1], arrow_type.item_type)
+            keys = entries.field("key")
+            return pa.MapArray.from_arrays(
+                parsed.offsets, keys, value, type=arrow_type, mask=absent
+            ), None
+        element, _ = self._converted(parsed.values, t.children[0], arrow_type.value_type)
+        return pa.ListArray.from_arrays(parsed.offsets, element, type=arrow_type, mask=absent), None
 
 
 def native_decoder(columns: Sequence[Column], settings: Any) -> NativeJson | None:
@@ -274,3 +294,12 @@ def native_decoder(columns: Sequence[Column], settings: Any) -> NativeJson | Non
     if not all(_covered(c.flink_type, True) for c in columns):
         return None
     return NativeJson(columns, settings["timestamp-format.standard"])
+
+
+def envelope_decoder(envelope: Sequence[Column], standard: str) -> NativeJson | None:
+    """The native decoder of a JSON changelog format's ``envelope`` (its images, operation and
+    other fields as columns), read as Flink's node-based reading reads it; None when it needs the
+    per-record decoding (the pass this needs is C only)."""
+    if scanner() is None or not all(_covered(c.flink_type, True) for c in envelope):
+        return None
+    return NativeJson(envelope, standard, node=True)

@@ -6,7 +6,7 @@ dirty with its path); ``debezium-avro-confluent``'s by the ``avro-confluent`` fo
 A changelog format is a :class:`ChangelogFormat`: ``skipped`` (tombstones, and records its
 filters leave out), ``encode(fields, options, kind)`` and
 
-``decode_changelog_stages(raw, columns, metadata, options, prefix)`` returning
+``decode_changelog_stages(raw, columns, metadata, options, prefix, native)`` returning
 ``(stages, (rows, meta, error, tolerated))``: ``rows`` is an array of ``struct<k, r>`` (``k`` the
 row kind ``+I``/``-U``/``+U``/``-D``, ``r`` the row of ``columns``), null for a dirty record and
 empty or null for a record that yields no row (a dirty record has rows only when the
@@ -14,7 +14,10 @@ format :attr:`~.base.Format.keeps_rows` and tolerates it); ``meta`` a struct of 
 metadata (fields ``m0``, ``m1``, ... in the order of ``metadata``) or None when none is
 requested; ``error`` and ``tolerated`` as in every format. A JSON changelog format defines only
 its :meth:`~ChangelogFormat.envelope` (the JSON columns it parses), how it
-:meth:`~ChangelogFormat.interpret` s them, and how it encodes.
+:meth:`~ChangelogFormat.interpret` s them, and how it encodes; one whose interpretation needs
+the parsed envelope alone (not the record's text) sets ``native_envelope``, and the reader's
+tasks then parse its envelopes natively (:func:`._arrow_json.envelope_decoder`): ``native`` is
+that struct, null for the records decoded per record.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import ACCUMULATIONS, Column
 from ..options import row_type as options_row_type
-from .base import Fields, Format, Options, Stager, Stages, format_settings
+from .base import Fields, Format, NativeDecoder, Options, Stager, Stages, format_settings
 from .json import FORMAT as JSON
 from .json import snippet
 
@@ -199,6 +202,7 @@ def decode_envelope(
     options: Options,
     prefix: str | None,
     interpret: Interpret,
+    native: SparkColumn | None = None,
 ) -> tuple[
     list[dict[str, SparkColumn]], tuple[SparkColumn, SparkColumn | None, SparkColumn, SparkColumn]
 ]:
@@ -212,10 +216,14 @@ def decode_envelope(
 
     stager = Stager(prefix, 3)
     struct, json_error, _ = JSON.decode_with(raw, envelope, json_options(name, options), stager)
+    tombstone = is_tombstone(raw)
+    if native is not None:  # the envelopes the reader's tasks parsed (their raw value is null)
+        struct = F.coalesce(native, struct)
+        tombstone = native.isNull() & tombstone
     text = raw.cast("string")
     rows, envelope_error, metadata = interpret(struct, text, lambda n, e: stager.put(2, n, e))
     not_record = F.when(
-        struct.isNull() & ~is_tombstone(raw),
+        struct.isNull() & ~tombstone,
         F.concat(F.lit(f"not a {name} record: "), snippet(text)),
     )
     ignore = bool(format_settings(name, options)["ignore-parse-errors"])
@@ -223,7 +231,7 @@ def decode_envelope(
     # fails is null and the record's rows stay (the JSON decoding nulls the struct of a record
     # that is not an object); an envelope that is wrong as a whole yields none.
     kept = F.lit(ignore) & struct.isNotNull() & F.coalesce(not_record, envelope_error).isNull()
-    rows, error = outcome(raw, rows, json_error, not_record, envelope_error, kept=kept)
+    rows, error = outcome(tombstone, rows, json_error, not_record, envelope_error, kept=kept)
     tolerated = error.isNotNull() & F.lit(ignore)
     meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
     return stager.stages, (rows, meta, error, tolerated)
@@ -280,13 +288,13 @@ def missing(value: SparkColumn, field: str) -> Callable[[str], tuple[SparkColumn
 
 
 def outcome(
-    raw: SparkColumn, rows: SparkColumn, *errors: SparkColumn, kept: SparkColumn | None = None
+    tombstone: SparkColumn, rows: SparkColumn, *errors: SparkColumn, kept: SparkColumn | None = None
 ) -> tuple[SparkColumn, SparkColumn]:
     """(rows, error) of a record: its error the first of ``errors`` that is not null, none for a
-    tombstone; its ``rows`` only when it is clean, or dirty and ``kept``."""
+    ``tombstone``; its ``rows`` only when it is clean, or dirty and ``kept``."""
     from pyspark.sql import functions as F
 
-    error = F.when(~is_tombstone(raw), F.coalesce(*errors))
+    error = F.when(~tombstone, F.coalesce(*errors))
     return F.when(error.isNull() if kept is None else error.isNull() | kept, rows), error
 
 
@@ -307,6 +315,7 @@ class ChangelogFormat(Format):
         metadata: Sequence[str],
         options: Options,
         prefix: str | None = None,
+        native: SparkColumn | None = None,
     ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
         """``(stages, (rows, meta, error, tolerated))`` of each record (see the module's
         docstring)."""
@@ -324,6 +333,9 @@ class JsonChangelogFormat(ChangelogFormat):
     decoding: it defines the :meth:`envelope` it parses and how it :meth:`interpret` s it."""
 
     keeps_rows = True
+    #: Whether interpreting the envelope needs the parsed envelope alone, so that the reader's
+    #: tasks may parse it natively (see the module's docstring).
+    native_envelope = False
 
     def envelope(
         self, columns: Sequence[Column], metadata: Sequence[str], options: Options
@@ -340,6 +352,16 @@ class JsonChangelogFormat(ChangelogFormat):
         from ._exact_json import exact_json
 
         return exact_json(self.envelope(columns, metadata, options), node=True)
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeDecoder | None:
+        """The envelope of ``columns`` (no metadata) parsed natively where the format allows it
+        (:attr:`native_envelope`) and the envelope's types are covered."""
+        if not self.native_envelope:
+            return None
+        from ._arrow_json import envelope_decoder
+
+        standard = format_settings(self.name, options).get("timestamp-format.standard", "SQL")
+        return envelope_decoder(self.envelope(columns, (), options), standard)
 
     def interpret(
         self,
@@ -358,15 +380,16 @@ class JsonChangelogFormat(ChangelogFormat):
         metadata: Sequence[str],
         options: Options,
         prefix: str | None = None,
+        native: SparkColumn | None = None,
     ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
-        """The envelope parsed as JSON, then interpreted as changelog rows of ``columns`` and
-        the ``metadata`` values."""
+        """The envelope parsed as JSON (or, ``native``, by the reader's tasks), then interpreted
+        as changelog rows of ``columns`` and the ``metadata`` values."""
 
         def interpret(struct: Any, text: Any, stage: Callable[[str, Any], Any]) -> Any:
             return self.interpret(EnvelopeParse(struct, text, stage), columns, metadata, options)
 
         envelope = self.envelope(columns, metadata, options)
-        return decode_envelope(self.name, raw, envelope, options, prefix, interpret)
+        return decode_envelope(self.name, raw, envelope, options, prefix, interpret, native)
 
 
 __all__ = [

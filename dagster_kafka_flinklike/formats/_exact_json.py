@@ -27,7 +27,7 @@ the record's own bytes stay what errors and samples show.
 
 The pass is C (``_text_scan.exact``) where the package was built with a compiler, Python
 otherwise, with the same results. Its maps mode (C only) prepares records for Arrow's parser
-instead: :meth:`ExactJson.maps_as_entries`.
+instead: :meth:`ExactJson.for_arrow`.
 """
 
 from __future__ import annotations
@@ -123,18 +123,20 @@ class ExactJson:
         buffers = [pa.py_buffer(changed), pa.py_buffer(out_offsets), pa.py_buffer(out_data)]
         return pa.Array.from_buffers(pa.binary(), len(values), buffers)
 
-    def maps_as_entries(self, values: pa.Array) -> pa.Array:
-        """The pass for Arrow's parser, which reads no maps (C only): every record it takes,
-        each MAP written as the array of its entries (``[{"key": k, "value": v}, ...]``, the last
-        of a repeated key alone, as Flink keeps it), null for a record it leaves (a map that is
-        no object, a map key with an escape, malformed JSON)."""
+    def for_arrow(self, values: pa.Array) -> pa.Array:
+        """The pass for Arrow's parser, which reads no maps and no boolean as text (C only):
+        every record it takes, rewritten as for Spark's reader and each MAP written as the array
+        of its entries (``[{"key": k, "value": v}, ...]``, the last of a repeated key alone, as
+        Flink keeps it), true and false in text positions quoted; null for a record it leaves (a
+        map that is no object, a map key with an escape, malformed JSON)."""
         import pyarrow as pa
 
         validity, offsets, data = values.buffers()
         assert offsets is not None and data is not None
         taken, out_offsets, out_data = scanner().exact(
-            validity, offsets, data, values.offset, len(values), self.nodes, self.names, False, True
-        )
+            validity, offsets, data, values.offset, len(values), self.nodes, self.names, self.node,
+            True,
+        )  # fmt: skip
         buffers = [pa.py_buffer(taken), pa.py_buffer(out_offsets), pa.py_buffer(out_data)]
         return pa.Array.from_buffers(pa.binary(), len(values), buffers)
 

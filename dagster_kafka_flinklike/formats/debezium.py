@@ -203,6 +203,7 @@ class Debezium(cl.JsonChangelogFormat):
     """The ``debezium-json`` format (see the module's docstring)."""
 
     name = NAME
+    native_envelope = True
 
     def envelope(
         self, columns: Sequence[Column], metadata: Sequence[str], options: Options

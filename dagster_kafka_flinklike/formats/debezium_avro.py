@@ -72,9 +72,10 @@ class DebeziumAvro(cl.ChangelogFormat):
         metadata: Sequence[str],
         options: Options,
         prefix: str | None = None,
+        native: SparkColumn | None = None,
     ) -> tuple[Stages, tuple[Any, Any, Any, Any]]:
         """Decode Debezium Avro into changelog rows of ``columns`` (the format has no metadata
-        keys here: ``metadata`` is empty).
+        keys here: ``metadata`` is empty, and no native decoding: ``native`` is None).
 
         Raises:
             KafkaOptionsError: ``debezium-avro-confluent.schema`` is not Debezium's envelope.
@@ -85,7 +86,7 @@ class DebeziumAvro(cl.ChangelogFormat):
             raw, _envelope(columns), _avro(options), prefix or "__dkf_"
         )
         rows, op_error = event_rows(envelope)
-        rows, error = cl.outcome(raw, rows, error, op_error)
+        rows, error = cl.outcome(cl.is_tombstone(raw), rows, error, op_error)
         return stages, (rows, None, error, F.lit(False))
 
     def encode(

@@ -181,11 +181,34 @@ def test_a_record_whose_map_the_pass_cannot_write_goes_per_record_alone(left: by
     assert [r and r["id"] for r in got] == [1, None, 3]
 
 
+def test_temporal_text_in_rows_is_checked_and_converted_and_leaves_only_its_record() -> None:
+    columns = [Column("id", "INT"), Column("r", "ROW<at TIMESTAMP(3), d DATE, q ROW<t TIME>>")]
+    values = [
+        b'{"id": 1, "r": {"at": "2021-03-24 10:00:00.5", "d": "2021-03-24", '
+        b'"q": {"t": "10:00:00"}}}',
+        b'{"id": 2, "r": {"at": "2021-03-24T10:00:00"}}',  # ISO-8601 while the table reads SQL
+        b'{"id": 3, "r": {"q": {"t": "24:00:00"}}}',
+        b'{"id": 4, "r": null}',
+    ]
+    got = decode(values, columns)
+    assert got[0] == {
+        "id": 1,
+        "r": {
+            "at": dt.datetime(2021, 3, 24, 10, 0, 0, 500000),
+            "d": dt.date(2021, 3, 24),
+            "q": {"t": "10:00:00"},
+        },
+    }
+    assert got[1] is None and got[2] is None
+    assert got[3] == {"id": 4, "r": None}
+
+
 def test_tables_it_does_not_cover_decode_per_record_only() -> None:
     assert native_decoder("json", COLUMNS, {"fail-on-missing-field": "true"}) is None
     assert native_decoder("json", [Column("m", "MAP<INT, INT>")], {}) is None
     assert native_decoder("json", [Column("m", "MAP<STRING, TIMESTAMP(3)>")], {}) is None
     assert native_decoder("json", [Column("b", "BYTES")], {}) is None
-    assert native_decoder("json", [Column("r", "ROW<at TIMESTAMP(3)>")], {}) is None
+    assert native_decoder("json", [Column("r", "ARRAY<TIMESTAMP(3)>")], {}) is None
+    assert native_decoder("json", [Column("r", "ROW<m MAP<STRING, DATE>>")], {}) is None
     assert native_decoder("json", [], {}) is None
     assert native_decoder("csv", COLUMNS, {}) is None
