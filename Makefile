@@ -103,4 +103,5 @@ clean:
 	-$(BIN)/dkf local-kafka stop
 	-$(BIN)/dkf local-registry stop
 	-$(BIN)/dkf local-spark stop
+	-$(BIN)/dkf local-spark stop --workers 1
 	rm -rf .local

@@ -24,7 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # running ``python bench/x.py`` from anywhere
@@ -111,6 +114,34 @@ def spark_kafka_package() -> str:
         except OSError:
             continue
     raise RuntimeError(f"{artifact} {version} is not on Maven Central; set BENCH_SPARK_KAFKA=0")
+
+
+def start_spark(
+    app_name: str, settings: Mapping[str, Any], *, spark_avro: bool = False
+) -> SparkSession:
+    """The Spark session a benchmark measures in: the library's (``local[2]``, or the cluster
+    ``$SPARK_MASTER`` names, with the package shipped to its executors as ``SparkResource``
+    ships it), ``settings`` over it, Spark's own Kafka connector beside it (the anchor)."""
+    from pyspark.sql import SparkSession
+
+    from dagster_kafka_flinklike.spark import (
+        default_spark_config,
+        prepare_spark_environment,
+        session_config,
+    )
+
+    config = {**default_spark_config(app_name), "spark.ui.showConsoleProgress": "false"}
+    executor_memory = os.environ.get("BENCH_EXECUTOR_MEMORY", "").strip()
+    if executor_memory:
+        config["spark.executor.memory"] = executor_memory
+    config = session_config(with_spark_kafka({**config, **settings}), spark_avro=spark_avro)
+    prepare_spark_environment(config["spark.master"])
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def with_spark_kafka(config: Mapping[str, Any]) -> dict[str, Any]:

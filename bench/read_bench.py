@@ -157,29 +157,13 @@ def raw_loop(
 
 
 def start_spark() -> SparkSession:
-    """The local Spark session the library's resources build (``local[2]``)."""
-    from pyspark.sql import SparkSession
-
-    from dagster_kafka_flinklike.spark import (
-        local_spark_config,
-        prepare_spark_environment,
-        with_spark_avro,
-    )
-
-    config = {**local_spark_config("dkf-read-bench"), "spark.ui.showConsoleProgress": "false"}
+    """The session the library's resources build (``local[2]``, or ``$SPARK_MASTER``'s
+    cluster), with Spark's Avro package."""
+    settings: dict[str, str] = {}
     driver_memory = os.environ.get("BENCH_DRIVER_MEMORY", "").strip()
     if driver_memory:
-        config["spark.driver.memory"] = driver_memory
-    # The anchor: Spark's own Kafka source of this Spark release, read side by side in the same
-    # session (unless BENCH_SPARK_KAFKA=0).
-    config = common.with_spark_kafka(with_spark_avro(config))
-    prepare_spark_environment(config["spark.master"])
-    builder = SparkSession.builder
-    for key, value in config.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        settings["spark.driver.memory"] = driver_memory
+    return common.start_spark("dkf-read-bench", settings, spark_avro=True)
 
 
 def output_rows(spark: SparkSession) -> int:

@@ -192,27 +192,9 @@ def _from_child(queue: Any, proc: Any, topic: str) -> Any:
 
 
 def start_spark(driver_memory: str) -> SparkSession:
-    """The local Spark session the library's resources build (``local[2]``), with a driver heap
-    of ``driver_memory`` so the cached records stay in memory."""
-    from pyspark.sql import SparkSession
-
-    from dagster_kafka_flinklike.spark import local_spark_config, prepare_spark_environment
-
-    config = {
-        **local_spark_config("dkf-write-bench"),
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": driver_memory,
-    }
-    # The anchor: Spark's own Kafka sink of this Spark release, in the same session (unless
-    # BENCH_SPARK_KAFKA=0).
-    config = common.with_spark_kafka(config)
-    prepare_spark_environment(config["spark.master"])
-    builder = SparkSession.builder
-    for key, value in config.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    """The session the library's resources build (``local[2]``, or ``$SPARK_MASTER``'s
+    cluster), with a driver heap of ``driver_memory`` so the cached records stay in memory."""
+    return common.start_spark("dkf-write-bench", {"spark.driver.memory": driver_memory})
 
 
 def build_frame(spark: SparkSession, records: int, partitions: int) -> DataFrame:

@@ -81,6 +81,25 @@ def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def session_config(
+    config: Mapping[str, Any], *, spark_avro: bool = True, ship_package: bool | None = None
+) -> dict[str, Any]:
+    """``config`` as the library starts a classic session with it: Spark's Avro package added
+    (``spark_avro``, see :func:`with_spark_avro`) and, on a cluster, this package shipped to the
+    executors (``ship_package``; ``None``: when ``spark.master`` names a cluster; see
+    :mod:`._executor_package`).
+
+    Example:
+        >>> session_config({"spark.master": "spark://h:7077"})["spark.archives"]  # doctest: +SKIP
+        '/tmp/dagster_kafka_flinklike-executors/...zip#dagster_kafka_flinklike_package'
+    """
+    from ._executor_package import ships_package, with_package_shipped
+
+    out = with_spark_avro(config) if spark_avro else dict(config)
+    ship = ships_package(out) if ship_package is None else ship_package
+    return with_package_shipped(out) if ship else out
+
+
 def prepare_spark_environment(master: str | None) -> None:
     """Set what a PySpark driver needs before it starts, without overriding the user's values.
 
@@ -212,7 +231,8 @@ def local_spark_config(
     app_name: str = "dagster-kafka-flinklike", *, short_runs: bool = False
 ) -> dict[str, Any]:
     """A small local-mode Spark configuration for demos and tests (2 cores, quiet UI), with
-    :data:`CONNECTOR_SPARK_CONFIG` and the driver JVM's :data:`CONNECTOR_JVM_OPTIONS`; with
+    :data:`CONNECTOR_SPARK_CONFIG` and :data:`CONNECTOR_JVM_OPTIONS` for the driver's and the
+    executors' JVMs; with
     ``short_runs``, the driver JVM also gets :func:`short_run_jvm_options` (for processes that
     run one materialization and exit).
 
@@ -230,10 +250,38 @@ def local_spark_config(
         "spark.driver.memory": "2g",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.extraJavaOptions": CONNECTOR_JVM_OPTIONS,
+        # On a cluster the reading tasks run in executors' JVMs of their own (locally, in the
+        # driver's, where this has no effect).
+        "spark.executor.extraJavaOptions": CONNECTOR_JVM_OPTIONS,
     }
     if short_runs:
         options = f"{CONNECTOR_JVM_OPTIONS} {short_run_jvm_options()}"
         config["spark.driver.extraJavaOptions"] = options
+    return config
+
+
+#: The variable that points the example, ``dkf sql`` and the tests at a Spark cluster.
+SPARK_MASTER_ENV = "SPARK_MASTER"
+
+
+def default_spark_config(
+    app_name: str = "dagster-kafka-flinklike", *, short_runs: bool = False
+) -> dict[str, Any]:
+    """:func:`local_spark_config`, with ``$SPARK_MASTER`` as ``spark.master`` when it is set
+    (``spark://host:7077``, as ``dkf local-spark start --workers 2`` prints it): the same code
+    then runs on that cluster. Spark's own variables say the rest (``SPARK_LOCAL_IP``: the
+    driver's address for the executors; ``PYSPARK_PYTHON``: the executors' Python).
+
+    Example:
+        >>> os.environ["SPARK_MASTER"] = "spark://127.0.0.1:7077"
+        >>> default_spark_config()["spark.master"]
+        'spark://127.0.0.1:7077'
+        >>> del os.environ["SPARK_MASTER"]
+    """
+    config = local_spark_config(app_name, short_runs=short_runs)
+    master = os.environ.get(SPARK_MASTER_ENV, "").strip()
+    if master:
+        config["spark.master"] = master
     return config
 
 

@@ -24,12 +24,12 @@ class KafkaConnectorError(Exception):
 
 
 class EmbeddedServiceError(KafkaConnectorError):
-    """An embedded development service (the Kafka broker, the Schema Registry or the Spark
-    Connect server) failed.
+    """An embedded development service (the Kafka broker, the Schema Registry, the Spark
+    Connect server or the Spark standalone cluster) failed.
 
-    The base of :class:`EmbeddedKafkaError`, :class:`EmbeddedSchemaRegistryError` and
-    :class:`EmbeddedSparkConnectError`: catch it
-    to handle any local service that could not be fetched, started or stopped.
+    The base of :class:`EmbeddedKafkaError`, :class:`EmbeddedSchemaRegistryError`,
+    :class:`EmbeddedSparkConnectError` and :class:`EmbeddedSparkClusterError`: catch it to
+    handle any local service that could not be fetched, started or stopped.
 
     Example:
         >>> issubclass(EmbeddedKafkaError, EmbeddedServiceError)
@@ -81,6 +81,20 @@ class EmbeddedSparkConnectError(EmbeddedServiceError):
         >>> try:  # doctest: +SKIP
         ...     EmbeddedSparkConnect(Path("/tmp/spark")).start(timeout=1)
         ... except EmbeddedSparkConnectError as exc:
+        ...     print(exc)
+    """
+
+
+class EmbeddedSparkClusterError(EmbeddedServiceError):
+    """The local Spark standalone cluster (a master and its workers) could not be started or
+    stopped, or did not form; a process's failure ends the message with the tail of its log.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from dagster_kafka_flinklike.local import EmbeddedSparkCluster
+        >>> try:  # doctest: +SKIP
+        ...     EmbeddedSparkCluster(Path("/tmp/spark-cluster")).start(timeout=1)
+        ... except EmbeddedSparkClusterError as exc:
         ...     print(exc)
     """
 

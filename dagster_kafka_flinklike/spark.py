@@ -13,6 +13,7 @@ from dagster_pyspark import PySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
+from ._executor_package import package_archive
 from ._sessions import has_spark_avro, is_connect
 from ._spark_session import (
     CONNECTOR_JVM_OPTIONS,
@@ -21,8 +22,10 @@ from ._spark_session import (
     SPARK_AVRO,
     BackgroundSession,
     class_archive_path,
+    default_spark_config,
     local_spark_config,
     prepare_spark_environment,
+    session_config,
     short_run_jvm_options,
     spark_avro_jar,
     start_session_in_background,
@@ -39,10 +42,13 @@ __all__ = [
     "SparkResource",
     "class_archive_path",
     "connect_session",
+    "default_spark_config",
     "has_spark_avro",
     "is_connect",
     "local_spark_config",
+    "package_archive",
     "prepare_spark_environment",
+    "session_config",
     "short_run_jvm_options",
     "spark_avro_jar",
     "start_session_in_background",
@@ -148,10 +154,21 @@ class SparkResource(PySparkResource):
         "classic session from spark_config. The server provides Spark's packages and the "
         "Python workers, which must import dagster_kafka_flinklike.",
     )
+    ship_package: bool | None = Field(
+        default=None,
+        description="Ship this package to the executors with the application: an archive of "
+        "its installed files (compiled modules included) in spark.archives, unpacked first on "
+        "the executors' PYTHONPATH, so a cluster's executors need only its dependencies "
+        "(pyarrow, pandas, confluent-kafka, fastavro, protobuf). Unset: when spark.master names "
+        "a cluster (not local mode). False: the executors' Python has it installed. Classic "
+        "sessions only: a Spark Connect server's executors import what the server gives them.",
+    )
     _starting: BackgroundSession | None = PrivateAttr(default=None)
 
     def _config(self) -> dict[str, Any]:
-        return with_spark_avro(self.spark_config) if self.spark_avro else dict(self.spark_config)
+        return session_config(
+            self.spark_config, spark_avro=self.spark_avro, ship_package=self.ship_package
+        )
 
     def remote_url(self) -> str | None:
         """The Spark Connect URL the session uses: ``remote``, else ``spark_config``'s

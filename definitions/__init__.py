@@ -15,7 +15,6 @@ Load it with ``dagster dev -w workspace.yaml`` (or ``dg dev``). It talks to
 ``dkf local-kafka start``.
 """
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,7 +44,7 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.local import resolve_bootstrap_servers, resolve_spark_remote
-from dagster_kafka_flinklike.spark import local_spark_config
+from dagster_kafka_flinklike.spark import default_spark_config
 
 from .tables import (
     CHANNEL_REVENUE,
@@ -113,10 +112,7 @@ def spark_config() -> dict:
     """Local Spark by default; ``SPARK_MASTER`` points the same code at a cluster. Every run
     is a process of its own that materializes one increment, so the driver JVM is tuned for
     short runs."""
-    config = local_spark_config("channel_revenue", short_runs=True)
-    if os.environ.get("SPARK_MASTER"):
-        config["spark.master"] = os.environ["SPARK_MASTER"]
-    return config
+    return default_spark_config("channel_revenue", short_runs=True)
 
 
 #: The checks alone (no data read): lag and transaction health between runs.

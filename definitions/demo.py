@@ -99,12 +99,9 @@ def _produce_batch(bootstrap: str) -> tuple[int, int]:
 def _spark_config() -> dict[str, Any]:
     """The example's Spark settings (``definitions.spark_config``, with Spark's Avro package as
     its ``SparkResource`` adds it), computed without importing Dagster."""
-    from dagster_kafka_flinklike._spark_session import local_spark_config
+    from dagster_kafka_flinklike._spark_session import default_spark_config
 
-    config = local_spark_config("channel_revenue", short_runs=True)
-    if os.environ.get("SPARK_MASTER"):
-        config["spark.master"] = os.environ["SPARK_MASTER"]
-    return config
+    return default_spark_config("channel_revenue", short_runs=True)
 
 
 def main() -> int:
@@ -118,12 +115,12 @@ def main() -> int:
     # workers) while Dagster is imported and the broker and the orders are prepared.
     # With a Spark Connect server running (`dkf local-spark start`, or $SPARK_REMOTE) the run is
     # its client instead, and no JVM starts here.
-    from dagster_kafka_flinklike._spark_session import start_session_in_background, with_spark_avro
+    from dagster_kafka_flinklike._spark_session import session_config, start_session_in_background
     from dagster_kafka_flinklike.local import resolve_spark_remote
 
     early_config = _spark_config()
     remote = resolve_spark_remote()
-    early = None if remote else start_session_in_background(with_spark_avro(early_config))
+    early = None if remote else start_session_in_background(session_config(early_config))
     from dagster_kafka_flinklike.local import default_home, ensure_local_kafka
 
     home = default_home().resolve() / "dagster_home"

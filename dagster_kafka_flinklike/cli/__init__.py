@@ -1,5 +1,5 @@
-"""The ``dkf`` command line: manage the local development Kafka broker, Schema Registry and
-Spark Connect server; check and run Flink SQL scripts.
+"""The ``dkf`` command line: manage the local development Kafka broker, Schema Registry,
+Spark Connect server and Spark standalone cluster; check and run Flink SQL scripts.
 
 Kept free of module-level pyspark and dagster imports so that ``dkf local-kafka status`` answers
 in well under a second.
@@ -16,6 +16,8 @@ Example:
         http://127.0.0.1:41235/apis/ccompat/v7
         $ dkf local-spark start
         sc://127.0.0.1:41236
+        $ dkf local-spark start --workers 2
+        spark://127.0.0.1:41237
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..local import EmbeddedKafkaCluster, JvmService
+    from ..local import EmbeddedKafkaCluster, EmbeddedSparkCluster, JvmService
 
 __all__ = ["main"]
 
@@ -52,16 +54,21 @@ class _LocalService:
     env: str  # the variable that makes the demo and the tests use another one
     env_names: str  # what that variable names
     description: str
-    #: Whether ``--nodes N`` runs a cluster of N instead (in ``<folder>-cluster``).
-    clusters: bool = False
+    #: The option that runs a cluster of N >= ``cluster_from`` instead (in ``cluster_folder``):
+    #: ``--nodes`` (Kafka brokers) or ``--workers`` (a Spark standalone cluster); empty: none.
+    cluster_option: str = ""
+    cluster_from: int = 2
+    cluster_kind: str = ""
+    cluster_folder: str = ""
+    cluster_help: str = ""
 
-    def make(self, nodes: int = 1) -> JvmService | EmbeddedKafkaCluster:
-        """The service in its directory under ``default_home()`` (a cluster of ``nodes``)."""
+    def make(self, size: int = 0) -> JvmService | EmbeddedKafkaCluster | EmbeddedSparkCluster:
+        """The service in its directory under ``default_home()``, or its cluster of ``size``."""
         from .. import local
 
-        if nodes > 1:
-            folder = local.default_home() / f"{self.folder}-cluster"
-            return local.EmbeddedKafkaCluster(folder, nodes)
+        if self.cluster_option and size >= self.cluster_from:
+            cluster = getattr(local, self.cluster_kind)
+            return cluster(local.default_home() / self.cluster_folder, size)  # type: ignore[no-any-return]
         kind: type[JvmService] = getattr(local, self.kind)
         return kind(local.default_home() / self.folder)
 
@@ -82,7 +89,10 @@ _KAFKA = _LocalService(
         "With --nodes N (2 or more) the same commands manage a cluster of N brokers (KRaft, "
         "replication factor 3, min.insync.replicas 2) in $DKF_HOME/kafka-cluster instead."
     ),
-    clusters=True,
+    cluster_option="--nodes",
+    cluster_kind="EmbeddedKafkaCluster",
+    cluster_folder="kafka-cluster",
+    cluster_help="a cluster of this many nodes (1: one broker)",
 )
 _REGISTRY = _LocalService(
     command="local-registry",
@@ -115,8 +125,16 @@ _SPARK = _LocalService(
         "127.0.0.1, kept in $DKF_HOME/spark-connect (default ./.local/spark-connect). It needs "
         "Java 17+. It prints the URL for SparkResource(remote=...) / SPARK_REMOTE; its Python "
         "workers run this interpreter with this package importable. It keeps running until "
-        "`dkf local-spark stop`."
+        "`dkf local-spark stop`. With --workers N (1 or more) the same commands manage a Spark "
+        "standalone cluster instead (a master and N workers, each a JVM of its own, from the "
+        "installed PySpark) in $DKF_HOME/spark-cluster, and print its master URL for "
+        "spark.master / SPARK_MASTER."
     ),
+    cluster_option="--workers",
+    cluster_from=1,
+    cluster_kind="EmbeddedSparkCluster",
+    cluster_folder="spark-cluster",
+    cluster_help="a standalone cluster of this many workers (0: the Spark Connect server)",
 )
 
 
@@ -130,7 +148,7 @@ def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        address = service.make(args.nodes).start(timeout=args.timeout)
+        address = service.make(args.size).start(timeout=args.timeout)
     except EmbeddedServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -141,7 +159,7 @@ def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
 def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
     from ..local import EmbeddedServiceError
 
-    instance = service.make(args.nodes)
+    instance = service.make(args.size)
     try:
         stopped = instance.stop(timeout=args.timeout)
     except EmbeddedServiceError as exc:
@@ -155,7 +173,7 @@ def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
 
 
 def _cmd_status(service: _LocalService, args: argparse.Namespace) -> int:
-    address = service.make(args.nodes).status()
+    address = service.make(args.size).status()
     if address is None:
         print("not running", file=sys.stderr)
         return 1
@@ -192,12 +210,16 @@ def _add_local_service(subparsers: _Subparsers, service: _LocalService) -> None:
     )
     status.set_defaults(handler=functools.partial(_cmd_status, service))
     for action in (start, stop, status):
-        if service.clusters:
+        if service.cluster_option:
             action.add_argument(
-                "--nodes", type=int, default=1, help="a cluster of this many nodes (1: one broker)"
+                service.cluster_option,
+                dest="size",
+                type=int,
+                default=service.cluster_from - 1,
+                help=service.cluster_help,
             )
         else:
-            action.set_defaults(nodes=1)
+            action.set_defaults(size=0)
 
 
 def _add_local_kafka(subparsers: _Subparsers) -> None:

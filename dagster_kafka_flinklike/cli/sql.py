@@ -76,9 +76,9 @@ def analyse(pipeline: Any, spark: Any) -> list[str]:
 def _spark() -> Any:
     """A local session for analysis only: no Python workers started in the background (the
     analysis runs no task, and a warm-up job cut short at exit logs executor errors)."""
-    from ..spark import SparkResource, local_spark_config
+    from ..spark import SparkResource, default_spark_config
 
-    config = local_spark_config("dkf-sql", short_runs=True)
+    config = default_spark_config("dkf-sql", short_runs=True)
     return SparkResource(spark_config=config, start_early=False).spark_session
 
 
@@ -109,7 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..components.flink_sql import build_flink_sql_definitions
     from ..local import default_home, ensure_local_kafka
     from ..resources import KafkaResource
-    from ..spark import SparkResource, local_spark_config
+    from ..spark import SparkResource, default_spark_config
 
     path = Path(args.file)
     try:
@@ -135,7 +135,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             resources={
                 "kafka": KafkaResource(bootstrap_servers=bootstrap),
                 "pyspark": SparkResource(
-                    spark_config=local_spark_config("dkf-sql", short_runs=True)
+                    spark_config=default_spark_config("dkf-sql", short_runs=True)
                 ),
             },
             partition_key=args.partition,

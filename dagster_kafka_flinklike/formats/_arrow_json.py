@@ -18,16 +18,16 @@ strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the
   row count or fails the parse, and then all of them go the per-record way; so do invalid UTF-8,
   ``NaN`` or ``Infinity`` anywhere (Arrow accepts them, Flink does not), and any conversion Arrow
   refuses (a fractional number in an integer column, a DECIMAL that needs rounding).
-- DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are read as text by both and checked against
-  ``timestamp-format.standard``'s shape per record; a record whose text does not match goes the
-  per-record way alone.
+- DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns, and such fields of rows, are read as text
+  by both and checked against ``timestamp-format.standard``'s shape per record; a record whose
+  text does not match goes the per-record way alone.
 - MAP columns with text keys (at any depth): Arrow's parser reads no maps, so the exactness
   pass (``_text_scan.exact``, see :mod:`._exact_json`) first writes every map as the array of its
   entries, the last of a repeated key alone as in Flink, and the parsed entries become the map.
   A record whose map is no object or has a key with an escape goes the per-record way alone.
 - Tables neither covers decode per record only: ``fail-on-missing-field`` (neither can tell a
   missing field from a null one), MAP with keys that are not text, BYTES, and temporal types
-  inside ROW, ARRAY or MAP.
+  inside ARRAY or MAP.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..options import Column, FlinkType, spark_type
-from ._exact_json import ExactJson
+from ._exact_json import ExactJson, node_mode
 from ._patterns import DATE, TIME, TIMESTAMP
 from ._scanners import TEXT_TYPES, scan_columns, scanned, scanner, struct_type
 
@@ -139,7 +139,8 @@ class NativeJson:
         #: their entries) and for a changelog envelope (``node``: numbers in text positions as
         #: Flink's node-based reading gives them).
         rewritten = node or any(_has_map(t) for t in self.types)
-        self.rewrite = ExactJson(columns, node) if rewritten else None
+        mode = node_mode(columns) if node else 0
+        self.rewrite = ExactJson(columns, mode) if rewritten else None
         #: The record scanner's columns, when it is built and the table is flat.
         self.scan_columns = None if node else scan_columns(columns, standard)
         timestamp = TIMESTAMP[standard]
@@ -214,7 +215,10 @@ class NativeJson:
 
         n = len(values)
         if self.rewrite is not None:
-            values = self.rewrite.for_arrow(values)  # null: a record it leaves
+            try:
+                values = self.rewrite.for_arrow(values)  # null: a record it leaves
+            except OverflowError:  # the rewritten batch would pass a binary array's 2 GiB
+                return pa.nulls(n, self.arrow_type)
         objects = pc.and_(
             pc.equal(pc.binary_slice(values, 0, 1), pa.scalar(b"{", pa.binary())),
             pc.equal(pc.binary_slice(values, -1), pa.scalar(b"}", pa.binary())),

@@ -22,6 +22,13 @@ Along the table's type tree (nested rows, arrays and maps too):
   readings use), and stays as it is (dirty) when not;
 - in a FLOAT or DOUBLE position, a number beyond a double's range is quoted (infinity).
 
+In node mode (Flink's node-based reading, which its changelog formats' envelopes go through) a
+number in a STRING position is quoted as that reading gives it: an integer as written, any other
+number as Java's ``BigDecimal.stripTrailingZeros()`` text when the table has a DECIMAL anywhere
+(Jackson then reads floats as BigDecimal: :data:`NODE_DECIMALS`), else as Java's
+``Double.toString()`` of its double (:data:`NODE_DOUBLES`: ``1e2`` becomes ``100.0``, ``1e-7``
+``1.0E-7``); and a DECIMAL string is not trimmed.
+
 Only records that change are given (the rest are null), and only to the per-record decoding:
 the record's own bytes stay what errors and samples show.
 
@@ -58,6 +65,11 @@ _NODE = struct.Struct("<BBHIII")
 _JAVA_SPACE = "".join(map(chr, range(0x21)))
 #: A decimal's text as Java's BigDecimal reads it (one of the digit runs may be empty).
 _DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+
+
+#: Node mode: how Flink's node-based reading reads a number with a fraction or an exponent.
+NODE_DECIMALS = 1  # the table has a DECIMAL: as a BigDecimal
+NODE_DOUBLES = 2  # it has none: as a double
 
 
 def _kind(t: FlinkType) -> str:
@@ -98,14 +110,14 @@ class ExactJson:
     the rewritten record where one changed, null elsewhere (picklable: built on the driver, run
     in the tasks)."""
 
-    def __init__(self, columns: Sequence[Column], node: bool = False) -> None:
+    def __init__(self, columns: Sequence[Column], node: int = 0) -> None:
         root = FlinkType(
             "ROW", (), tuple(c.flink_type for c in columns), tuple(c.name for c in columns)
         )
         self.root = root
         self.nodes, self.names = _pack(root)
-        #: Flink's node-based reading (the changelog formats' envelopes) instead of its
-        #: parser-based one (the ``json`` format).
+        #: Flink's node-based reading (the changelog formats' envelopes: :data:`NODE_DECIMALS`
+        #: or :data:`NODE_DOUBLES`) instead of its parser-based one (the ``json`` format: 0).
         self.node = node
 
     def __call__(self, values: pa.Array) -> pa.Array:
@@ -142,11 +154,22 @@ class ExactJson:
 
 
 def exact_json(columns: Sequence[Column], node: bool = False) -> ExactJson | None:
-    """The pass for ``columns`` (``node``: as Flink's node-based reading); None when they have
-    no position it rewrites."""
+    """The pass for ``columns`` (``node``: as Flink's node-based reading of a table of these
+    columns); None when they have no position it rewrites."""
     if not any(_matters(c.flink_type) for c in columns):
         return None
-    return ExactJson(columns, node)
+    return ExactJson(columns, node_mode(columns) if node else 0)
+
+
+def node_mode(columns: Sequence[Column]) -> int:
+    """How Flink's node-based reading of a table of ``columns`` reads a number with a fraction
+    or an exponent: :data:`NODE_DECIMALS` when a DECIMAL is anywhere in them, else
+    :data:`NODE_DOUBLES`."""
+    return NODE_DECIMALS if any(_has_decimal(c.flink_type) for c in columns) else NODE_DOUBLES
+
+
+def _has_decimal(t: FlinkType) -> bool:
+    return t.name == "DECIMAL" or any(_has_decimal(c) for c in t.children)
 
 
 def _pack(root: FlinkType) -> tuple[bytes, bytes]:
@@ -204,7 +227,7 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _exact_python(value: bytes | None, root: FlinkType, node: bool = False) -> bytes | None:
+def _exact_python(value: bytes | None, root: FlinkType, node: int = 0) -> bytes | None:
     """The pass over one record (see the module's docstring): None when it does not change."""
     if value is None:
         return None
@@ -266,6 +289,40 @@ def _node_text(number: str) -> str | None:
     return str(Decimal((sign, digits, exponent)))
 
 
+def _node_double_text(number: str) -> str:
+    """A number's text as Flink's node-based reading gives it for a STRING of a table without a
+    DECIMAL: an integer as :func:`_node_text` gives it, any other number as Java's
+    ``Double.toString()`` of its double (Java 19's: the shortest digits that read back as it,
+    plain from 10^-3 to 10^7, else ``d.dddE<n>``; Java 17 prints more digits for a few)."""
+    from decimal import Decimal
+
+    found = _DECIMAL.fullmatch(number)
+    if found is not None and found.group(2) is None and found.group(3) is None:
+        return _node_text(number) or number
+    value = float(number)
+    if math.isinf(value):
+        return "-Infinity" if value < 0 else "Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    # Java's choice (as the C pass makes it): of the decimals that read back as the double,
+    # those of the least length (but 2 when that is 1), and of those the nearest.
+    shortest = next(t for p in range(1, 17) if float(t := f"{value:.{p}e}") == value)
+    sign, digits, exponent = Decimal(shortest).as_tuple()
+    assert isinstance(exponent, int)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    text = "".join(map(str, digits))
+    power = len(digits) - 1 + exponent  # of the first digit
+    if -3 <= power < 7:
+        if power < 0:
+            body = "0." + "0" * (-power - 1) + text
+        else:
+            body = f"{text[: power + 1].ljust(power + 1, '0')}.{text[power + 1 :] or '0'}"
+    else:
+        body = f"{text[0]}.{text[1:] or '0'}E{power}"
+    return ("-" if sign else "") + body
+
+
 def _truncated(number: str, kind: str) -> str | None:
     """What Flink gives an INT (``kind`` I) or BIGINT (L) for a JSON number with a fraction or
     an exponent: the double's value truncated toward zero; None when it is out of range (as it
@@ -277,7 +334,7 @@ def _truncated(number: str, kind: str) -> str | None:
     return str(min(int(value), 2**63 - 1))
 
 
-def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: bool) -> Any:
+def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: int) -> Any:
     kind = _kind(t)
     if kind == "R" and isinstance(value, _Object):
         fields = dict(zip(t.field_names, t.children, strict=True))
@@ -289,7 +346,10 @@ def _rewrite(value: Any, t: FlinkType, changed: list[bool], node: bool) -> Any:
     if kind == "A" and isinstance(value, list) and not isinstance(value, _Object):
         return [_rewrite(v, t.children[0], changed, node) for v in value]
     if kind == "S" and isinstance(value, _Number):
-        text = _node_text(value) if node else str(value)
+        if node == NODE_DOUBLES:
+            text: str | None = _node_double_text(value)
+        else:
+            text = _node_text(value) if node else str(value)
         if text is None:
             return value
         changed[0] = True

@@ -1309,13 +1309,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
  *       infinity, as Flink does; it cannot convert the number itself).
  *
  * In node mode (Flink's node-based reading, which its changelog formats' envelopes go through)
- * a number in a STRING position is quoted as that reading gives it (see node_number_text) and a
+ * a number in a STRING position is quoted as that reading gives it, which depends on whether the
+ * table has a DECIMAL (NODE_DECIMALS: node_number_text; NODE_DOUBLES: node_double_text), and a
  * DECIMAL string is not trimmed.
  *
  * In maps mode (for Arrow's parser, which reads no maps and no boolean as text), every record
  * the pass takes comes out, rewritten or not: a MAP object becomes the array of its entries (see
  * rewrite_map) and true or false in a STRING position is quoted; a record with a MAP that is no
- * object or has a key with an escape is left (null).
+ * object, has a key with an escape or repeats a key is left (null).
  *
  * A record that is not one well-formed JSON document is left as it is (its decoding reports it).
  */
@@ -1330,6 +1331,10 @@ typedef struct {
 
 #define TYPE_NODE_SIZE 16
 #define EXPONENT_LIMIT 1000
+/* Node mode: Jackson reads a number with a fraction as a BigDecimal (the table has a DECIMAL
+ * somewhere) or as a double (it has none). */
+#define NODE_DECIMALS 1
+#define NODE_DOUBLES 2
 
 typedef struct {
     const TypeNode *nodes;
@@ -1339,7 +1344,8 @@ typedef struct {
     Buffer *out;
     Buffer key;            /* scratch: an unescaped key */
     int changed;
-    int node_mode;         /* Flink's node-based reading (the changelog formats' envelopes) */
+    int node_mode;         /* Flink's node-based reading (the changelog formats' envelopes):
+                              NODE_DECIMALS or NODE_DOUBLES, how it reads a fraction; 0: not */
     Buffer text;           /* scratch: a number's text as Flink gives it */
     int maps;              /* for Arrow's parser: maps as arrays of entries (see rewrite_map) */
 } Rewrite;
@@ -1481,6 +1487,82 @@ static int node_number_text(const Number *n, Buffer *out) {
     return 1;
 }
 
+/* A number's text as Flink's node-based reading gives it for a STRING when the table has no
+ * DECIMAL (Jackson then reads a number with a fraction or an exponent as a double): an integer
+ * as node_number_text writes it, any other number as Java's Double.toString() of its double
+ * (Java 19's, which gives the shortest digits that read back as it): "100.0", "1.5", "1.0E-7",
+ * "-0.0", "Infinity".
+ * 1 (into out), -2 out of memory. */
+static int node_double_text(const Number *n, Buffer *out) {
+    if (n->frac_digits == NULL && !n->has_exponent)
+        return node_number_text(n, out);
+    double value;
+    if (number_strtod(n, 0, &value) < 0)
+        return -2;
+    out->used = 0;
+    if (reserve(out, 40) < 0)
+        return -2;
+    char *o = out->data;
+    if (isinf(value)) {
+        out->used = snprintf(o, 40, "%s", value < 0 ? "-Infinity" : "Infinity");
+        return 1;
+    }
+    if (value == 0) {
+        out->used = snprintf(o, 40, "%s", signbit(value) ? "-0.0" : "0.0");
+        return 1;
+    }
+    /* Java's choice: of the decimals that read back as the double, those of the least length
+     * (but 2 when that is 1), and of those the nearest: printf's correctly rounded digits at
+     * each length from 2 on, the first that reads back. */
+    char shortest[40];
+    for (int precision = 1; precision <= 16; precision++) {
+        snprintf(shortest, sizeof shortest, "%.*e", precision, value);
+        if (strtod(shortest, NULL) == value)
+            break;
+    }
+    /* shortest is [-]d[.ddd]e(+|-)x: its digits, and the power of ten of the first */
+    char digits[24];
+    int count = 0;
+    const char *q = shortest + (shortest[0] == '-');
+    for (; *q != 'e'; q++)
+        if (*q != '.')
+            digits[count++] = *q;
+    long power = strtol(q + 1, NULL, 10);
+    while (count > 1 && digits[count - 1] == '0')
+        count--;
+    Py_ssize_t k = 0;
+    if (value < 0)
+        o[k++] = '-';
+    if (power >= -3 && power < 7) { /* 10^-3 <= |value| < 10^7: plain */
+        if (power < 0) {
+            o[k++] = '0';
+            o[k++] = '.';
+            for (long j = 0; j < -power - 1; j++)
+                o[k++] = '0';
+            for (int j = 0; j < count; j++)
+                o[k++] = digits[j];
+        } else {
+            for (long j = 0; j <= power; j++)
+                o[k++] = j < count ? digits[j] : '0';
+            o[k++] = '.';
+            if (count <= power + 1)
+                o[k++] = '0';
+            for (long j = power + 1; j < count; j++)
+                o[k++] = digits[j];
+        }
+    } else { /* computerized scientific notation, a digit after the point at least */
+        o[k++] = digits[0];
+        o[k++] = '.';
+        if (count == 1)
+            o[k++] = '0';
+        for (int j = 1; j < count; j++)
+            o[k++] = digits[j];
+        k += snprintf(o + k, 16, "E%ld", power);
+    }
+    out->used = k;
+    return 1;
+}
+
 /* What Flink gives an INT (kind 'I') or BIGINT ('L') for a number with a fraction or an
  * exponent: 1 with the double's value truncated toward zero in text (Jackson's range check
  * first: (double)Long.MAX_VALUE is 2^63, which truncates to Long.MAX_VALUE), 0 when it is out of
@@ -1570,7 +1652,6 @@ static int emit(Rewrite *w, const uint8_t *upto, const char *text, const uint8_t
 typedef struct {
     const uint8_t *key, *key_end, *value;
     Py_ssize_t index;
-    int dropped;
 } Entry;
 
 /* Entries by key bytes, then position: a repeated key's entries together, its last one last. */
@@ -1621,7 +1702,7 @@ static int map_entries(Cursor *c, Entry **entries, Py_ssize_t *n, int depth) {
                 return -2;
             *entries = grown;
         }
-        (*entries)[*n] = (Entry){key, key_end, value, *n, 0};
+        (*entries)[*n] = (Entry){key, key_end, value, *n};
         (*n)++;
         r = next_member(c, '}');
         if (r <= 0)
@@ -1629,8 +1710,8 @@ static int map_entries(Cursor *c, Entry **entries, Py_ssize_t *n, int depth) {
     }
 }
 
-/* Marks every entry whose key a later entry repeats (Flink's map keeps the last). */
-static int drop_repeated(Entry *entries, Py_ssize_t n) {
+/* 1 when two entries have the same key, 0 when none do, -2 out of memory. */
+static int has_repeated_key(Entry *entries, Py_ssize_t n) {
     if (n < 2)
         return 0;
     Entry **order = malloc(sizeof(Entry *) * (size_t)n);
@@ -1639,21 +1720,22 @@ static int drop_repeated(Entry *entries, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
         order[i] = &entries[i];
     qsort(order, (size_t)n, sizeof(Entry *), compare_entries);
-    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+    int repeated = 0;
+    for (Py_ssize_t i = 0; i + 1 < n && !repeated; i++) {
         const Entry *x = order[i], *y = order[i + 1];
-        if (x->key_end - x->key == y->key_end - y->key &&
-            memcmp(x->key, y->key, (size_t)(x->key_end - x->key)) == 0)
-            order[i]->dropped = 1;
+        repeated = x->key_end - x->key == y->key_end - y->key &&
+                   memcmp(x->key, y->key, (size_t)(x->key_end - x->key)) == 0;
     }
     free(order);
-    return 0;
+    return repeated;
 }
 
 /*
  * For Arrow's parser, which reads no maps: the MAP object at c->p written as the array of its
- * entries, [{"key": k, "value": v}, ...], in their order, the last of a repeated key alone (as
- * Flink's map keeps it), each value rewritten along the map's value node. -1 (the record left
- * to the per-record decoding) for a key with an escape or malformed JSON.
+ * entries, [{"key": k, "value": v}, ...], in their order, each value rewritten along the map's
+ * value node. -1 (the record left to the per-record decoding) for a key with an escape, a
+ * repeated key (Flink converts every entry, so an earlier value that fails fails the record,
+ * though the last one is kept) or malformed JSON.
  */
 static int rewrite_map(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
     if (depth > MAX_DEPTH)
@@ -1662,17 +1744,15 @@ static int rewrite_map(Cursor *c, Rewrite *w, const TypeNode *node, int depth) {
     Entry *entries = NULL;
     Py_ssize_t n = 0;
     int r = map_entries(c, &entries, &n, depth);
-    if (r == 0)
-        r = drop_repeated(entries, n);
+    if (r == 0) {
+        r = has_repeated_key(entries, n);
+        r = r == 1 ? -1 : r;
+    }
     if (r == 0)
         r = emit(w, open, "[", open);
-    int first = 1;
     for (Py_ssize_t i = 0; i < n && r == 0; i++) {
         const Entry *e = &entries[i];
-        if (e->dropped)
-            continue;
-        r = emit(w, w->copied, first ? "{\"key\":" : ",{\"key\":", e->key - 1);
-        first = 0;
+        r = emit(w, w->copied, i == 0 ? "{\"key\":" : ",{\"key\":", e->key - 1);
         if (r == 0)
             r = emit(w, e->key_end + 1, ",\"value\":", e->value);
         Cursor value = {e->value, c->end};
@@ -1723,7 +1803,8 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
                 return -1;
             if (!w->node_mode)
                 return replace(w, start, c->p, NULL, start, c->p, '"', '"');
-            int r = node_number_text(&n, &w->text);
+            int r = w->node_mode == NODE_DOUBLES ? node_double_text(&n, &w->text)
+                                                 : node_number_text(&n, &w->text);
             if (r <= 0)
                 return r;
             const uint8_t *text = (const uint8_t *)w->text.data;
@@ -1795,11 +1876,12 @@ static int rewrite_value(Cursor *c, Rewrite *w, const TypeNode *node, int depth)
 }
 
 PyDoc_STRVAR(exact_doc,
-    "exact(validity, offsets, data, offset, length, nodes, names, node_mode=False, maps=False)\n"
+    "exact(validity, offsets, data, offset, length, nodes, names, node_mode=0, maps=False)\n"
     "    -> (changed, offsets, data)\n\n"
     "The json format's exactness pass over records [offset, offset + length) of a binary array\n"
     "(see the source): `nodes` packs the table's type tree (16 bytes a node, the root first),\n"
-    "`names` its field names. Returns the buffers of a binary array, valid where a record was\n"
+    "`names` its field names; `node_mode` 1 or 2 reads as Flink's node-based reading of a table\n"
+    "with or without a DECIMAL. Returns the buffers of a binary array, valid where a record was\n"
     "rewritten; with `maps` (for Arrow's parser: maps as arrays of entries), valid for every\n"
     "record the pass takes, rewritten or not, and null for one it leaves.");
 
@@ -1810,9 +1892,13 @@ static PyObject *exact(PyObject *self, PyObject *args) {
     Py_ssize_t nodes_len, names_len;
     int node_mode = 0, maps = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOnny#y#|pp", &validity_obj, &offsets_obj, &data_obj, &offset,
+    if (!PyArg_ParseTuple(args, "OOOnny#y#|ip", &validity_obj, &offsets_obj, &data_obj, &offset,
                           &length, &nodes_buf, &nodes_len, &names, &names_len, &node_mode, &maps))
         return NULL;
+    if (node_mode < 0 || node_mode > NODE_DOUBLES) {
+        PyErr_Format(PyExc_ValueError, "node_mode must be 0, 1 or 2, not %d", node_mode);
+        return NULL;
+    }
     if (nodes_len == 0 || nodes_len % TYPE_NODE_SIZE != 0) {
         PyErr_SetString(PyExc_ValueError, "the type tree must be whole 16-byte nodes");
         return NULL;

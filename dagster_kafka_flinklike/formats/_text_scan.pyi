@@ -39,7 +39,11 @@ def exact(
     length: int,
     nodes: bytes,
     names: bytes,
+    node_mode: bool = False,
+    maps: bool = False,
 ) -> tuple[bytes, bytes, bytes]:
     """The json format's exactness pass over ``length`` values of an Arrow binary array (its
     buffers) along a packed type tree (``nodes``, 16 bytes each, root first; ``names``): the
-    buffers of a binary array valid where a record was rewritten."""
+    buffers of a binary array valid where a record was rewritten. ``node_mode``: numbers in
+    text positions as Flink's node-based reading gives them (the changelog formats); ``maps``:
+    each MAP written as the array of its entries, for Arrow's parser."""

@@ -1,5 +1,5 @@
-"""The embedded development services on 127.0.0.1: a real Apache Kafka, a real Schema Registry
-and a Spark Connect server.
+"""The embedded development services on 127.0.0.1: a real Apache Kafka, a real Schema Registry,
+a Spark Connect server and a Spark standalone cluster.
 
 This package is the only place that knows about local services. Everything else takes bootstrap
 servers and registry URLs as configuration; the demo and the tests get them from
@@ -30,6 +30,7 @@ from ..errors import (
     EmbeddedKafkaError,
     EmbeddedSchemaRegistryError,
     EmbeddedServiceError,
+    EmbeddedSparkClusterError,
     EmbeddedSparkConnectError,
 )
 from ._broker import (
@@ -48,6 +49,7 @@ from ._registry import (
 )
 from ._security import KafkaListenerSecurity
 from ._service import JvmService
+from ._spark_cluster import EmbeddedSparkCluster
 from ._spark_connect import (
     EmbeddedSparkConnect,
     ensure_local_spark_connect,
@@ -70,6 +72,8 @@ __all__ = [
     "EmbeddedSchemaRegistry",
     "EmbeddedSchemaRegistryError",
     "EmbeddedServiceError",
+    "EmbeddedSparkCluster",
+    "EmbeddedSparkClusterError",
     "EmbeddedSparkConnect",
     "EmbeddedSparkConnectError",
     "JvmService",

@@ -234,7 +234,7 @@ def exact_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
     if rng.randrange(16) == 0:
         valid = False
         nodes = rng.choice((random_bytes(rng, 80), nodes[:-1], b""))
-    modes = (rng.random() < 0.5, rng.random() < 0.5)  # node mode, maps
+    modes = (rng.randrange(3), rng.random() < 0.5)  # node mode (0, 1, 2), maps
     return (validity, offsets, data, start, length, nodes, names, *modes), valid
 
 

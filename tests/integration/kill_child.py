@@ -18,7 +18,7 @@ from dagster_kafka_flinklike import (
     SparkResource,
     kafka_streaming_asset,
 )
-from dagster_kafka_flinklike.spark import local_spark_config
+from dagster_kafka_flinklike.spark import default_spark_config
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 
@@ -61,8 +61,7 @@ def build(
 def main(argv: list[str]) -> int:
     bootstrap, source_topic, sink_topic, guarantee = argv[:4]
     sink_extra = json.loads(argv[4]) if len(argv) > 4 else None
-    config = local_spark_config("kill-test")
-    config["spark.ui.enabled"] = "false"
+    config = default_spark_config("kill-test")  # $SPARK_MASTER: a cluster
     result = materialize(
         [build(source_topic, sink_topic, guarantee, sink_extra)],
         instance=DagsterInstance.get(),

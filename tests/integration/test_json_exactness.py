@@ -75,6 +75,12 @@ CREATE TABLE changes_numbers ({number_columns}) WITH (
 CREATE TABLE changes_numbers_out ({number_columns}) WITH (
   'connector' = 'kafka', 'topic' = '{changes_numbers_out}', 'format' = 'debezium-json');
 INSERT INTO changes_numbers_out SELECT * FROM changes_numbers;
+CREATE TABLE changes_doubles (id INT, s STRING, r ROW<t STRING>) WITH (
+  'connector' = 'kafka', 'topic' = '{changes_doubles}', 'scan.startup.mode' = 'earliest-offset',
+  'format' = 'debezium-json');
+CREATE TABLE changes_doubles_out (id INT, s STRING, r ROW<t STRING>) WITH (
+  'connector' = 'kafka', 'topic' = '{changes_doubles_out}', 'format' = 'debezium-json');
+INSERT INTO changes_doubles_out SELECT * FROM changes_doubles;
 INSERT INTO decimals_out SELECT id, p, s FROM decimals;
 INSERT INTO changes_out SELECT id, s, p FROM changes;
 INSERT INTO flat_out SELECT id, s FROM flat;
@@ -106,6 +112,15 @@ AFTER = [
     b'{"id": 5, "s": 0.0000001, "p": null}', b'{"id": 6, "s": 123456789012345678901234567890}',
 ]  # fmt: skip
 CHANGES = [b'{"before": null, "after": ' + a + b', "op": "c"}' for a in AFTER]
+#: The same node-based reading of a table without a DECIMAL: Jackson reads a number with a
+#: fraction or an exponent as a double, so a STRING gets Java's Double.toString() text.
+AFTER_DOUBLES = [
+    b'{"id": 1, "s": 100.0, "r": {"t": 1e2}}', b'{"id": 2, "s": 1.50, "r": {"t": -0.0}}',
+    b'{"id": 3, "s": 0.0000001, "r": {"t": 12345678901234567890123}}',
+    b'{"id": 4, "s": 1234567.25, "r": {"t": 12345678.5}}', b'{"id": 5, "s": 0.001, "r": {"t": -0}}',
+    b'{"id": 6, "s": 2.5E+10, "r": {"t": 0.30000000000000004}}',
+]  # fmt: skip
+CHANGES_DOUBLES = [b'{"before": null, "after": ' + a + b', "op": "c"}' for a in AFTER_DOUBLES]
 CHANGES_TOLERANT = [
     b'{"before": null, "after": {"id": "x", "s": "keep"}, "op": "c"}',
     b'{"before": null, "after": {"id": 2, "r": {"a": "abc"}}, "op": "c"}',
@@ -138,6 +153,7 @@ TOLERANT = [
     b'{"id": 16, "s": "a", "s": "b", "i": 1, "i": 2}', b'not json', b'[1, 2]', b'5',
     b'{"id": 20, "s": "cut"', b'{"id": 21, "b": "yes", "ts": "2020-01-01 00:00:00"}',
     b'{"id": 22, "s": "clean", "i": 7}', b'{"id": 23, "rs": "x", "arr": [1]}',
+    b'{"id": 24, "m": {"k": "x", "k": 2}}',  # a repeated key: the last kept, each converted
 ]  # fmt: skip
 #: Numbers into integer and floating columns: Flink truncates a JSON number with a fraction or an
 #: exponent into INT and BIGINT (as a double, within range) and refuses it into TINYINT and
@@ -178,10 +194,10 @@ def test_json_numbers_decode_as_in_flink(
 ) -> None:
     sinks = ("decimals_out", "flat_out", "nested_out", "changes_out", "tolerant_out",
              "changes_tolerant_out", "canal_tolerant_out", "numbers_out",
-             "changes_numbers_out")  # fmt: skip
+             "changes_numbers_out", "changes_doubles_out")  # fmt: skip
     sources = (
         "decimals", "flat", "nested", "changes", "tolerant", "changes_tolerant", "canal_tolerant",
-        "numbers", "changes_numbers",
+        "numbers", "changes_numbers", "changes_doubles",
     )  # fmt: skip
     topics = {name: new_topic(1) for name in (*sources, *sinks)}
     theirs = {name: new_topic(1) for name in sinks}
@@ -189,6 +205,7 @@ def test_json_numbers_decode_as_in_flink(
         "decimals": DECIMALS, "flat": TEXTS, "nested": NESTED, "changes": CHANGES,
         "tolerant": TOLERANT, "changes_tolerant": CHANGES_TOLERANT,
         "canal_tolerant": CANAL_TOLERANT, "numbers": NUMBERS, "changes_numbers": CHANGES_NUMBERS,
+        "changes_doubles": CHANGES_DOUBLES,
     }  # fmt: skip
     for name, records in inputs.items():
         send(kafka_bootstrap, topics[name], [(r, None) for r in records])
@@ -229,7 +246,8 @@ def test_json_numbers_decode_as_in_flink(
     assert decimals[14] == 12.5
     tolerant = values(kafka_bootstrap, topics["tolerant_out"])
     # Every object kept (a field that failed null); not JSON, not an object, cut short: skipped.
-    assert [r["id"] for r in tolerant] == [*range(1, 10), None, *range(11, 17), 21, 22, 23]
+    assert [r["id"] for r in tolerant] == [*range(1, 10), None, *range(11, 17), 21, 22, 23, 24]
+    assert tolerant[-1]["m"] == {"k": 2}
     assert tolerant[1]["r"] == {"a": None, "s": "x"} and tolerant[2]["arr"] == [1, None, 3]
     assert tolerant[13]["rs"] == [{"a": 1}, {"a": None}, {"a": 3}]
     kept = [r["after"] for r in values(kafka_bootstrap, topics["changes_tolerant_out"])]
@@ -240,6 +258,9 @@ def test_json_numbers_decode_as_in_flink(
     ]
     changes = [r["after"]["s"] for r in values(kafka_bootstrap, topics["changes_out"])]
     assert changes[:5] == ["1.5", "1E+2", "x", "0", "1E-7"]
+    doubles = [r["after"] for r in values(kafka_bootstrap, topics["changes_doubles_out"])]
+    assert [d["s"] for d in doubles[:3]] == ["100.0", "1.5", "1.0E-7"]
+    assert [d["r"]["t"] for d in doubles[:2]] == ["100.0", "-0.0"]
     numbers = values(kafka_bootstrap, topics["numbers_out"])
     assert [(r["i"], r["bi"]) for r in numbers[:2]] == [(1, -1), (100, 9223372036854775807)]
     assert (numbers[1]["t"], numbers[1]["sm"]) == (None, None)  # TINYINT, SMALLINT: refused

@@ -256,6 +256,32 @@ STATEFUL_KILLS = int(os.environ.get("KILL_TEST_STATEFUL_KILLS", "1"))
 T0_MS = 1_795_000_000_000
 
 
+def _produce_readings(bootstrap: str, topic: str, first: int, count: int) -> None:
+    """Readings ``first`` to ``first + count - 1`` in event-time order: 4 a second, 3 sensors."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(first, first + count):
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0_MS / 1000 + i / 4))
+        value = {
+            "id": i,
+            "sensor": f"s{i % 3}",
+            "reading": i % 7,
+            "ts": f"{stamp}.{(i % 4) * 250:03d}",
+        }
+        producer.produce(topic, json.dumps(value).encode())
+    assert producer.flush(30) == 0
+
+
+def _closed_windows(rows: list[dict], sent: int) -> list[dict]:
+    """Of Flink's 10-second windows over ``sent`` readings, those its watermark has closed (in
+    event-time order nothing is late; the watermark ends 2 s behind the last reading)."""
+    last_ms = T0_MS + (sent - 1) * 250
+    return [
+        r for r in rows
+        if calendar.timegm(time.strptime(r["window_start"], "%Y-%m-%d %H:%M:%S")) + 10 - 0.001
+        <= (last_ms - 2000) / 1000
+    ]  # fmt: skip
+
+
 def test_a_stateful_exactly_once_asset_survives_sigkill(
     kafka_bootstrap, new_topic, tmp_path, oracle
 ) -> None:
@@ -271,21 +297,11 @@ def test_a_stateful_exactly_once_asset_survives_sigkill(
     home = tmp_path / "dkf_home"
     _write_instance_config(home)
     env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "DKF_HOME": str(home)}
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
     sent = 0
 
     def produce(count: int) -> None:
         nonlocal sent
-        for i in range(sent, sent + count):  # in event-time order: 4 readings a second
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0_MS / 1000 + i / 4))
-            value = {
-                "id": i,
-                "sensor": f"s{i % 3}",
-                "reading": i % 7,
-                "ts": f"{stamp}.{(i % 4) * 250:03d}",
-            }
-            producer.produce(source, json.dumps(value).encode())
-        assert producer.flush(30) == 0
+        _produce_readings(kafka_bootstrap, source, sent, count)
         sent += count
 
     counts: Counter[str] = Counter()
@@ -303,13 +319,7 @@ def test_a_stateful_exactly_once_asset_survives_sigkill(
     assert child.finish() == 0, child.tail()
     print(f"stateful exactly-once kill test: {dict(counts)}", flush=True)
     flink_done.result()
-    # in event-time order nothing is late; the watermark ends 2 s behind the last reading
-    last_ms = T0_MS + (sent - 1) * 250
-    closed = [
-        r for r in values(kafka_bootstrap, theirs)
-        if calendar.timegm(time.strptime(r["window_start"], "%Y-%m-%d %H:%M:%S")) + 10 - 0.001
-        <= (last_ms - 2000) / 1000
-    ]  # fmt: skip
+    closed = _closed_windows(values(kafka_bootstrap, theirs), sent)
     mine = values(kafka_bootstrap, ours)
     assert len(mine) == len(closed) > 3 * (sent // 40 - 2)
     key = lambda r: (r["window_start"], r["sensor"])  # noqa: E731

@@ -194,9 +194,12 @@ _KEYS = ["a", "b", "c", "é", "a b", "", "😀"]
 
 
 def _map(rng: random.Random, value: Any) -> str:
-    """A JSON object of random keys (repeated ones too) and values from ``value()``."""
-    key = lambda: json.dumps(rng.choice(_KEYS), ensure_ascii=False)  # noqa: E731
-    entries = [f"{key()}: {value()}" for _ in range(rng.randrange(7))]
+    """A JSON object of random keys and values from ``value()``; one in twenty repeats a key
+    (a record the native decoding leaves to the per-record one)."""
+    keys = rng.sample(_KEYS, rng.randrange(len(_KEYS) + 1))
+    if keys and rng.random() < 0.05:
+        keys.append(rng.choice(keys))
+    entries = [f"{json.dumps(k, ensure_ascii=False)}: {value()}" for k in keys]
     return "{" + ", ".join(entries) + "}"
 
 
@@ -238,7 +241,7 @@ def test_native_json_decoding_of_maps_gives_the_per_record_rows(spark: Any) -> N
     (derived,) = native_columns(spec)
     assert isinstance(derived.compute, NativeJson) and derived.compute.rewrite is not None
     compared = _compare(spark, spec, maps_corpus(1000))
-    assert compared > 650
+    assert compared > 550  # (a fifth repeat a key or have a map the pass leaves)
 
 
 #: The images of the Debezium corpus (a timestamp, a DECIMAL and a MAP in them).

@@ -288,14 +288,14 @@ _tree = st.recursive(
     tree=_tree,
     how=st.integers(0, 15),
     made_up=st.binary(max_size=80),
-    modes=st.tuples(st.booleans(), st.booleans()),
+    modes=st.tuples(st.integers(0, 2), st.booleans()),
 )
 def test_exact(
     arguments: tuple[tuple[Any, ...], bool],
     tree: Any,
     how: int,
     made_up: bytes,
-    modes: tuple[bool, bool],
+    modes: tuple[int, bool],
 ) -> None:
     (validity, offsets, data, start, length, _), valid = arguments
     nodes, names = pack_tree(tree)
