@@ -49,11 +49,18 @@ class IdleClients:
         """The identity of a client configuration."""
         return tuple(sorted((name, repr(value)) for name, value in settings.items()))
 
-    def take(self, settings: Mapping[str, Any]) -> Any:
-        """The idle client with exactly ``settings``, or a new one."""
+    def take(
+        self, settings: Mapping[str, Any], prepare: Callable[[Any], None] | None = None
+    ) -> Any:
+        """The idle client with exactly ``settings``, or a new one (given to ``prepare`` first)."""
         with self._lock:
             idle = self._idle.pop(self.key(settings), None)
-        return idle[0] if idle is not None else self._create(dict(settings))
+        if idle is not None:
+            return idle[0]
+        client = self._create(dict(settings))
+        if prepare is not None:
+            prepare(client)
+        return client
 
     def put(self, settings: Mapping[str, Any], client: Any) -> None:
         """Keep ``client`` (in a clean state) for the next :meth:`take` with the same settings."""

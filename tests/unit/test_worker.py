@@ -1,4 +1,5 @@
-"""Garbage-collector hygiene of the connector's Spark tasks (``_worker``)."""
+"""What the connector keeps in Spark's Python workers: garbage-collector hygiene (``_worker``) and the
+Kafka clients kept between tasks (``_idle_clients``)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def test_the_collector_is_paused_for_the_block_and_restored() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_an_idle_client_is_reused_and_only_a_new_one_is_prepared() -> None:
+    from dagster_kafka_flinklike._idle_clients import IdleClients
+
+    made: list[dict] = []
+    prepared: list[object] = []
+    clients = IdleClients(lambda s: made.append(s) or object(), lambda c: None, 60.0)
+    first = clients.take({"a": 1}, prepared.append)
+    assert prepared == [first] and len(made) == 1
+    clients.put({"a": 1}, first)
+    assert clients.take({"a": 1}, prepared.append) is first  # kept: not made nor prepared again
+    other = clients.take({"a": 2}, prepared.append)
+    assert prepared == [first, other] and len(made) == 2
