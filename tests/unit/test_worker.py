@@ -1,5 +1,5 @@
-"""What the connector keeps in Spark's Python workers: garbage-collector hygiene (``_worker``) and the
-Kafka clients kept between tasks (``_idle_clients``)."""
+"""What the connector keeps in Spark's Python workers: garbage-collector hygiene (``_worker``)
+and the Kafka clients kept between tasks (``_idle_clients``)."""
 
 from __future__ import annotations
 
