@@ -122,8 +122,7 @@ def start_spark(
     """The Spark session a benchmark measures in: the library's (``local[2]``, or the cluster
     ``$SPARK_MASTER`` names, with the package shipped to its executors as ``SparkResource``
     ships it), ``settings`` over it, Spark's own Kafka connector beside it (the anchor)."""
-    from pyspark.sql import SparkSession
-
+    from dagster_kafka_flinklike._spark_session import build_session
     from dagster_kafka_flinklike.spark import (
         default_spark_config,
         prepare_spark_environment,
@@ -136,10 +135,7 @@ def start_spark(
         config["spark.executor.memory"] = executor_memory
     config = session_config(with_spark_kafka({**config, **settings}), spark_avro=spark_avro)
     prepare_spark_environment(config["spark.master"])
-    builder = SparkSession.builder
-    for key, value in config.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = build_session(config)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

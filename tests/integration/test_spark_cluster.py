@@ -139,6 +139,20 @@ def _executor_errors(folders: list[Path]) -> str:
     )
 
 
+def _run(arguments: list[str], env: dict[str, str]) -> str:
+    """A driver process of this checkout; its output, once it succeeded."""
+    out = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    return out.stdout
+
+
 def test_the_package_archive_holds_the_compiled_modules() -> None:
     names = zipfile.ZipFile(package_archive()).namelist()
     assert "dagster_kafka_flinklike/source/reader.py" in names
@@ -163,16 +177,8 @@ def test_the_demo_runs_on_the_cluster(
         "DEMO_BATCH_SIZE": "300",
     }
     for _ in range(2):  # the second run reads only its own batch
-        out = subprocess.run(
-            [sys.executable, "definitions/demo.py"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-        assert re.search(r"orders read\s+300\b", out.stdout), out.stdout
+        out = _run(["definitions/demo.py"], env)
+        assert re.search(r"orders read\s+300\b", out), out
     folders = _executor_folders(cluster, "channel_revenue")
     assert len({f.parents[2] for f in folders}) == 2, folders  # both workers
     assert all((f / PACKAGE_FOLDER / "dagster_kafka_flinklike").is_dir() for f in folders)
@@ -237,15 +243,7 @@ def test_a_stateful_query_on_the_cluster_gives_flinks_windows(
         nonlocal sent
         test_kills._produce_readings(kafka_bootstrap, source, sent, count)
         sent += count
-        out = subprocess.run(
-            [sys.executable, "-m", "dagster_kafka_flinklike.cli", "sql", "run", str(path)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+        _run(["-m", "dagster_kafka_flinklike.cli", "sql", "run", str(path)], env)
 
     run_once(400)
     run_once(400)
