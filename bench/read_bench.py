@@ -15,7 +15,9 @@ then measures records per second of
   with ``from_json``), in the same session (``ratio_json_step_vs_spark``,
   ``ratio_json_step_vs_raw``, ``ratio_value_vs_spark``);
 - ``reader_avro_rps``: the same orders as Avro datums (format ``avro``, the schema derived from
-  the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``);
+  the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``),
+  and ``spark_avro_rps``, Spark's own source with ``from_avro`` of the same schema over that
+  topic (``ratio_avro_vs_spark``);
 
 the CPU time per record of each, and the peak RSS of the driver, the Spark JVM and the Spark
 Python workers. Then, in the same session, the JSON step against Spark's source on several
@@ -385,6 +387,8 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
         ends = {s.partition: s.stop for s in warm}
         for query in (None, json_query(work.spec.columns)):
             jit += timed_noop_write(spark, spark_kafka_frame(spark, work.spec, query, ends)).jit_cpu
+        frame = spark_kafka_frame(spark, work.avro_spec, avro_query(work.avro_spec.columns), ends)
+        jit += timed_noop_write(spark, frame).jit_cpu
     common.log(
         f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
         f"of JIT compilation); the orders decode cleanly"
@@ -414,7 +418,7 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             "json",
             "avro",
             "json_step",
-            *(("spark_value", "spark_json") if common.SPARK_KAFKA else ()),
+            *(("spark_value", "spark_json", "spark_avro") if common.SPARK_KAFKA else ()),
         )
     }
     raw_rss = 0.0
@@ -491,8 +495,14 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
                     "Spark's Kafka source + from_json -> noop",
                     json_query(work.spec.columns),
                 ),
+                (
+                    "spark_avro",
+                    "Spark's Kafka source + from_avro -> noop",
+                    avro_query(work.avro_spec.columns),
+                ),
             ):
-                frame = spark_kafka_frame(spark, work.spec, query)
+                spec = work.avro_spec if name == "spark_avro" else work.spec
+                frame = spark_kafka_frame(spark, spec, query)
                 if attempt == 1 and (rows := frame.count()) != records:  # not timed
                     raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
                 run = timed_noop_write(spark, frame)
@@ -577,6 +587,22 @@ def json_query(
     return query
 
 
+def avro_query(columns: Sequence[Any]) -> SparkQuery:
+    """Spark's own Avro read of a table: ``from_avro`` of the value (a plain datum, as the
+    ``avro`` format writes it) with the schema the library derives from ``columns``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from dagster_kafka_flinklike.options import Column, avro_schema
+
+    schema = avro_schema([c if isinstance(c, Column) else Column(**c) for c in columns])
+
+    def query(frame: DataFrame) -> DataFrame:
+        return frame.select(from_avro(F.col("value"), schema).alias("row")).select("row.*")
+
+    return query
+
+
 def spark_kafka_frame(
     spark: SparkSession,
     spec: Any,
@@ -611,6 +637,7 @@ RATIOS = (
     ("ratio_json_step_vs_spark", "json_step", "spark_json"),
     ("ratio_value_vs_spark", "reader", "spark_value"),
     ("ratio_avro_vs_json", "avro", "json"),
+    ("ratio_avro_vs_spark", "avro", "spark_avro"),
     ("ratio_raw_gc_paused", "reader", "raw_gc_paused"),
 )
 
@@ -660,6 +687,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             {
                 "spark_value_rps": round(best["spark_value"]),
                 "spark_json_rps": round(best["spark_json"]),
+                "spark_avro_rps": round(best["spark_avro"]),
             }
             if "spark_value" in best
             else {}
