@@ -92,11 +92,15 @@ def run_and_print(
 #: ``BENCH_SPARK_KAFKA=0`` leaves Spark's own Kafka connector (the anchor each benchmark measures
 #: side by side with ours) out.
 SPARK_KAFKA = os.environ.get("BENCH_SPARK_KAFKA", "1").strip() != "0"
+#: Whether Spark's own protobuf functions (``spark-protobuf``, ``from_protobuf``) could be
+#: fetched for the session (:func:`with_spark_kafka` finds out).
+SPARK_PROTOBUF = False
 
 
-def spark_kafka_package() -> str:
-    """``spark-sql-kafka-0-10`` of this Spark release, as Maven coordinates: the patch release
-    if the Maven repository has it, else the minor version's first release."""
+def spark_kafka_package(artifact: str = "spark-sql-kafka-0-10_2.13") -> str:
+    """``spark-sql-kafka-0-10`` (or another of Spark's own packages) of this Spark release, as
+    Maven coordinates: the patch release if the Maven repository has it, else the minor
+    version's first release."""
     import urllib.request
 
     import pyspark
@@ -104,7 +108,6 @@ def spark_kafka_package() -> str:
     from dagster_kafka_flinklike.local.fetch import maven_repository
 
     version = pyspark.__version__.split("+")[0]
-    artifact = "spark-sql-kafka-0-10_2.13"
     for candidate in dict.fromkeys((version, ".".join(version.split(".")[:2]) + ".0")):
         folder = f"{maven_repository()}/org/apache/spark/{artifact}/{candidate}"
         url = f"{folder}/{artifact}-{candidate}.pom"
@@ -141,15 +144,23 @@ def start_spark(
 
 
 def with_spark_kafka(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with Spark's own Kafka connector of this Spark release added to
-    ``spark.jars.packages`` (Ivy fetches it and its dependencies once), unless
-    ``BENCH_SPARK_KAFKA=0``. A Maven mirror set in ``$DKF_MAVEN_REPOSITORY`` is also Ivy's."""
+    """``config`` with Spark's own Kafka connector and protobuf functions (``from_protobuf``) of
+    this Spark release added to ``spark.jars.packages`` (Ivy fetches them and their
+    dependencies once), unless ``BENCH_SPARK_KAFKA=0``. A Maven mirror set in
+    ``$DKF_MAVEN_REPOSITORY`` is also Ivy's."""
     out = dict(config)
     if not SPARK_KAFKA:
         return out
-    out["spark.jars.packages"] = ",".join(
-        p for p in (out.get("spark.jars.packages"), spark_kafka_package()) if p
-    )
+    packages = [spark_kafka_package()]
+    global SPARK_PROTOBUF
+    try:
+        packages.append(spark_kafka_package("spark-protobuf_2.13"))
+        SPARK_PROTOBUF = True
+    except RuntimeError as exc:  # Spark's own protobuf anchor left out, the rest goes on
+        log(f"no from_protobuf anchor: {exc}")
+        SPARK_PROTOBUF = False
+    given = out.get("spark.jars.packages")
+    out["spark.jars.packages"] = ",".join(p for p in (given, *packages) if p)
     if os.environ.get("DKF_MAVEN_REPOSITORY", "").strip():
         from dagster_kafka_flinklike.local.fetch import maven_repository
 
@@ -299,6 +310,65 @@ def avro_order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
     return templates
 
 
+#: The orders as protobuf messages (format ``protobuf``): the order columns, the order time as
+#: epoch milliseconds (protobuf has no timestamp scalar; Timestamp is a message).
+PROTOBUF_ORDER_COLUMNS = [
+    {"name": "order_id", "type": "STRING"},
+    {"name": "order_channel", "type": "STRING"},
+    {"name": "order_time", "type": "BIGINT"},
+    {"name": "pay_amount", "type": "DOUBLE"},
+    {"name": "real_pay", "type": "DOUBLE"},
+    {"name": "pay_time", "type": "STRING"},
+    {"name": "user_id", "type": "STRING"},
+    {"name": "user_name", "type": "STRING"},
+    {"name": "area_id", "type": "STRING"},
+]
+PROTOBUF_ORDER_MESSAGE = "bench.Order"
+
+
+def protobuf_order_descriptor() -> bytes:
+    """The FileDescriptorSet of ``bench/orders.proto`` (proto3): message ``bench.Order`` with
+    :data:`PROTOBUF_ORDER_COLUMNS` as fields 1 to 9, as ``protoc --descriptor_set_out`` writes
+    it."""
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    kinds = {"STRING": FD.TYPE_STRING, "BIGINT": FD.TYPE_INT64, "DOUBLE": FD.TYPE_DOUBLE}
+    f = descriptor_pb2.FileDescriptorProto(name="bench/orders.proto", package="bench")
+    f.syntax = "proto3"
+    order = f.message_type.add(name="Order")
+    for number, column in enumerate(PROTOBUF_ORDER_COLUMNS, start=1):
+        order.field.add(
+            name=column["name"], number=number, type=kinds[column["type"]],
+            label=FD.LABEL_OPTIONAL,
+        )  # fmt: skip
+    return descriptor_pb2.FileDescriptorSet(file=[f]).SerializeToString()
+
+
+def protobuf_order_templates(count: int = 1000) -> list[tuple[bytes, bytes]]:
+    """:func:`order_templates` as serialized ``bench.Order`` messages; a 19-character id keeps
+    each record's length prefix fixed."""
+    import datetime as dt
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from dagster_kafka_flinklike.local.orders import generate_orders
+
+    pool = descriptor_pool.DescriptorPool()
+    for file in descriptor_pb2.FileDescriptorSet.FromString(protobuf_order_descriptor()).file:
+        pool.Add(file)
+    Order = message_factory.GetMessageClass(pool.FindMessageTypeByName(PROTOBUF_ORDER_MESSAGE))
+    marker = "@" * 19
+    templates = []
+    for order in generate_orders(0, count):
+        when = dt.datetime.strptime(order["order_time"], "%Y-%m-%d %H:%M:%S")
+        millis = int(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
+        message = Order(**{**order, "order_id": marker, "order_time": millis})
+        before, after = message.SerializeToString().split(marker.encode())
+        templates.append((before, after))
+    return templates
+
+
 def _produce_share(
     bootstrap: str,
     topic: str,
@@ -357,9 +427,12 @@ def produce_orders(
     compression: str = "none",
     value_format: str = "json",
 ) -> float:
-    """Fill ``topic`` with ``records`` orders (``value_format`` json or avro) as fast as a raw
-    producer loop can (:func:`produce_records`); records per second of the whole fill."""
-    templates = avro_order_templates if value_format == "avro" else order_templates
+    """Fill ``topic`` with ``records`` orders (``value_format`` json, avro or protobuf) as fast
+    as a raw producer loop can (:func:`produce_records`); records per second of the whole
+    fill."""
+    templates = {
+        "avro": avro_order_templates, "protobuf": protobuf_order_templates,
+    }.get(value_format, order_templates)  # fmt: skip
     return produce_records(
         bootstrap, topic, records, partitions, templates,
         processes=processes, compression=compression,

@@ -18,6 +18,10 @@ then measures records per second of
   the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``),
   and ``spark_avro_rps``, Spark's own source with ``from_avro`` of the same schema over that
   topic (``ratio_avro_vs_spark``);
+- ``reader_protobuf_rps``: the same orders as protobuf messages (format ``protobuf``, message
+  ``bench.Order``, the order time as epoch milliseconds) in a third topic, read and decoded
+  (natively where the scanner takes them), and ``spark_protobuf_rps``, Spark's own source with
+  ``from_protobuf`` of the same descriptor (``ratio_protobuf_vs_spark``);
 
 the CPU time per record of each, and the peak RSS of the driver, the Spark JVM and the Spark
 Python workers. Then, in the same session, the JSON step against Spark's source on several
@@ -39,13 +43,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import _common as common
@@ -274,6 +281,8 @@ class Workload:
     warmup: int  # records each query reads before the timed runs
     avro_spec: Any = None  # the same orders as Avro (format 'avro'), in their own topic
     avro_splits: tuple[Any, ...] = ()
+    protobuf_spec: Any = None  # and as protobuf messages (format 'protobuf')
+    protobuf_splits: tuple[Any, ...] = ()
 
 
 def _plan(spec: Any) -> Any:
@@ -284,10 +293,12 @@ def _plan(spec: Any) -> Any:
     return plan_source(spec, admin.partitions(spec.topics), admin)
 
 
-def table_spec(bootstrap: str, topic: str, fmt: str, columns: Sequence[Mapping[str, str]]) -> Any:
+def table_spec(
+    bootstrap: str, topic: str, fmt: str, columns: Sequence[Mapping[str, str]], **options: str
+) -> Any:
     """The ``KafkaTableSpec`` of a benchmark table: ``topic`` read from the earliest offset in
-    format ``fmt``, with ``columns`` (``{"name": ..., "type": ...}`` each), as a Flink DDL's
-    options declare it."""
+    format ``fmt``, with ``columns`` (``{"name": ..., "type": ...}`` each) and the format's
+    ``options``, as a Flink DDL's options declare it."""
     from dagster_kafka_flinklike import KafkaTableSpec
 
     return KafkaTableSpec.from_options(
@@ -298,12 +309,21 @@ def table_spec(bootstrap: str, topic: str, fmt: str, columns: Sequence[Mapping[s
             "properties.group.id": "dkf-read-bench",
             "scan.startup.mode": "earliest-offset",
             "format": fmt,
+            **options,
         },
         columns=list(columns),
     )
 
 
-def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topic: str) -> Workload:
+def prepare(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    partitions: int,
+    avro_topic: str,
+    protobuf_topic: str,
+    descriptor_file: str,
+) -> Workload:
     """Plan the reads of the filled topics the way the library plans a run."""
     from dagster_kafka_flinklike.local.orders import ORDER_COLUMNS
     from dagster_kafka_flinklike.options import client_config
@@ -312,6 +332,11 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topi
 
     spec = table_spec(bootstrap, topic, "json", ORDER_COLUMNS)
     avro_spec = table_spec(bootstrap, avro_topic, "avro", ORDER_COLUMNS)
+    protobuf_spec = table_spec(
+        bootstrap, protobuf_topic, "protobuf", common.PROTOBUF_ORDER_COLUMNS,
+        **{"protobuf.message-class-name": common.PROTOBUF_ORDER_MESSAGE,
+           "protobuf.descriptor-file": descriptor_file},
+    )  # fmt: skip
     plan = _plan(spec)
     workload = Workload(
         topic=topic,
@@ -325,6 +350,8 @@ def prepare(bootstrap: str, topic: str, records: int, partitions: int, avro_topi
         warmup=common.env_int("BENCH_WARMUP", max(10_000, records // 20)),
         avro_spec=avro_spec,
         avro_splits=_plan(avro_spec).splits,
+        protobuf_spec=protobuf_spec,
+        protobuf_splits=_plan(protobuf_spec).splits,
     )
     common.log(
         f"plan: {len(plan.splits)} splits of {plan.pending_offsets:,} offsets; JSON path "
@@ -382,6 +409,13 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
     avro_rows, avro_dirty = dirty_rows(decode_records(work.avro_spec, df))
     if avro_rows != rows or avro_dirty:
         raise RuntimeError(f"decoding the Avro orders gave {avro_rows} rows, {avro_dirty} dirty")
+    protobuf_topic = work.protobuf_spec.topics[0]
+    warm_protobuf = [KafkaSplit(protobuf_topic, s.partition, s.start, s.stop) for s in warm]
+    df = protobuf_frame(spark, work, warm_protobuf)
+    jit += timed_noop_write(spark, decode_records(work.protobuf_spec, df)).jit_cpu
+    pb_rows, pb_dirty = dirty_rows(decode_records(work.protobuf_spec, df))
+    if pb_rows != rows or pb_dirty:
+        raise RuntimeError(f"decoding the protobuf orders gave {pb_rows} rows, {pb_dirty} dirty")
     jit += json_step(spark, work.spec, work.records, warm).jit_cpu
     if common.SPARK_KAFKA:  # the anchor's queries, over the same slice
         ends = {s.partition: s.stop for s in warm}
@@ -389,6 +423,9 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
             jit += timed_noop_write(spark, spark_kafka_frame(spark, work.spec, query, ends)).jit_cpu
         frame = spark_kafka_frame(spark, work.avro_spec, avro_query(work.avro_spec.columns), ends)
         jit += timed_noop_write(spark, frame).jit_cpu
+        if common.SPARK_PROTOBUF:
+            frame = spark_kafka_frame(spark, work.protobuf_spec, protobuf_query(), ends)
+            jit += timed_noop_write(spark, frame).jit_cpu
     common.log(
         f"spark: {slots} task slots, warmed up on {rows:,} records per query ({jit:.1f} CPU s "
         f"of JIT compilation); the orders decode cleanly"
@@ -417,8 +454,10 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             "fields",
             "json",
             "avro",
+            "protobuf",
             "json_step",
             *(("spark_value", "spark_json", "spark_avro") if common.SPARK_KAFKA else ()),
+            *(("spark_protobuf",) if common.SPARK_KAFKA and common.SPARK_PROTOBUF else ()),
         )
     }
     raw_rss = 0.0
@@ -485,6 +524,12 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             raise RuntimeError(f"reader + Avro returned {run.rows} rows, expected {records}")
         record("avro", f"reader + Avro -> noop{tag}", run.seconds, run.cpu, run)
 
+        raw = protobuf_frame(spark, work, work.protobuf_splits)
+        run = timed_noop_write(spark, decode_records(work.protobuf_spec, raw))
+        if run.rows != records:
+            raise RuntimeError(f"reader + protobuf returned {run.rows} rows, expected {records}")
+        record("protobuf", f"reader + protobuf -> noop{tag}", run.seconds, run.cpu, run)
+
         run = json_step(spark, work.spec, work.records)
         record("json_step", f"a run's JSON read step -> noop{tag}", run.seconds, run.cpu, run)
         if common.SPARK_KAFKA:
@@ -500,8 +545,21 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
                     "Spark's Kafka source + from_avro -> noop",
                     avro_query(work.avro_spec.columns),
                 ),
+                *(
+                    (
+                        (
+                            "spark_protobuf",
+                            "Spark's Kafka source + from_protobuf -> noop",
+                            protobuf_query(),
+                        ),
+                    )
+                    if common.SPARK_PROTOBUF
+                    else ()
+                ),
             ):
-                spec = work.avro_spec if name == "spark_avro" else work.spec
+                spec = {"spark_avro": work.avro_spec, "spark_protobuf": work.protobuf_spec}.get(
+                    name, work.spec
+                )
                 frame = spark_kafka_frame(spark, spec, query)
                 if attempt == 1 and (rows := frame.count()) != records:  # not timed
                     raise RuntimeError(f"{label} returned {rows} rows, expected {records}")
@@ -603,6 +661,37 @@ def avro_query(columns: Sequence[Any]) -> SparkQuery:
     return query
 
 
+def protobuf_frame(spark: SparkSession, work: Workload, splits: Sequence[Any]) -> DataFrame:
+    """The reader over ``splits`` of the protobuf orders, the messages decoded natively in the
+    reading tasks where the scanner takes them (as a run reads them)."""
+    from dagster_kafka_flinklike.source.reader import read_splits
+    from dagster_kafka_flinklike.source.records import native_reading, record_fields
+
+    derived, shedding = native_reading(work.protobuf_spec)
+    fields = record_fields(work.protobuf_spec)
+    return read_splits(
+        spark, splits, work.consumer_config, fields, batch_size=work.batch, derived=derived,
+        shedding=shedding,
+    )  # fmt: skip
+
+
+def protobuf_query() -> SparkQuery:
+    """Spark's own protobuf read: ``from_protobuf`` of the value as ``bench.Order`` with the
+    descriptor set the topic was written with."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.protobuf.functions import from_protobuf
+
+    descriptor = common.protobuf_order_descriptor()
+
+    def query(frame: DataFrame) -> DataFrame:
+        parsed = from_protobuf(
+            F.col("value"), common.PROTOBUF_ORDER_MESSAGE, binaryDescriptorSet=descriptor
+        )
+        return frame.select(parsed.alias("row")).select("row.*")
+
+    return query
+
+
 def spark_kafka_frame(
     spark: SparkSession,
     spec: Any,
@@ -638,6 +727,7 @@ RATIOS = (
     ("ratio_value_vs_spark", "reader", "spark_value"),
     ("ratio_avro_vs_json", "avro", "json"),
     ("ratio_avro_vs_spark", "avro", "spark_avro"),
+    ("ratio_protobuf_vs_spark", "protobuf", "spark_protobuf"),
     ("ratio_raw_gc_paused", "reader", "raw_gc_paused"),
 )
 
@@ -665,6 +755,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         ("fields", "reader_fields"),
         ("json", "reader_json"),
         ("avro", "reader_avro"),
+        ("protobuf", "reader_protobuf"),
     ):
         spark = min((r[3] for r in runs[name] if r[3] is not None), key=lambda run: run.cpu)
         by_process[key] = {
@@ -682,12 +773,18 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         "reader_fields_rps": round(best["fields"]),
         "reader_json_rps": round(best["json"]),
         "reader_avro_rps": round(best["avro"]),
+        "reader_protobuf_rps": round(best["protobuf"]),
         "json_step_rps": round(best["json_step"]),
         **(
             {
                 "spark_value_rps": round(best["spark_value"]),
                 "spark_json_rps": round(best["spark_json"]),
                 "spark_avro_rps": round(best["spark_avro"]),
+                **(
+                    {"spark_protobuf_rps": round(best["spark_protobuf"])}
+                    if "spark_protobuf" in best
+                    else {"spark_protobuf_rps": None}
+                ),
             }
             if "spark_value" in best
             else {}
@@ -704,6 +801,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
             "reader_fields": cpu_us["fields"],
             "reader_json": cpu_us["json"],
             "reader_avro": cpu_us["avro"],
+            "reader_protobuf": cpu_us["protobuf"],
         },
         "cpu_us_per_record_spark": by_process,
         "rps_per_run": {name: [round(r[0]) for r in results] for name, results in runs.items()},
@@ -727,7 +825,8 @@ def run() -> dict[str, Any]:
     compression = os.environ.get("BENCH_COMPRESSION", "none").strip() or "none"
     shapes = read_shapes.selected_shapes()
     shape_records = common.env_int("BENCH_SHAPE_RECORDS", read_shapes.DEFAULT_SHAPE_RECORDS)
-    disk = records * common.RECORD_DISK_BYTES + read_shapes.disk_bytes(shapes, shape_records)
+    per_record = common.RECORD_DISK_BYTES + 150  # the protobuf orders in a topic of their own
+    disk = records * per_record + read_shapes.disk_bytes(shapes, shape_records)
     summary: dict[str, Any] = {
         "records": records,
         "partitions": partitions,
@@ -739,6 +838,9 @@ def run() -> dict[str, Any]:
     with common.bench_kafka(disk_bytes=disk) as bootstrap:
         topic = common.create_topic(bootstrap, f"dkf-read-bench-{uuid.uuid4().hex[:8]}", partitions)
         avro_topic = common.create_topic(bootstrap, f"{topic}-avro", partitions)
+        protobuf_topic = common.create_topic(bootstrap, f"{topic}-protobuf", partitions)
+        descriptor = Path(tempfile.mkdtemp(prefix="dkf-read-bench-")) / "orders.desc"
+        descriptor.write_bytes(common.protobuf_order_descriptor())
         try:
             common.log(
                 f"produce: {records:,} JSON orders to {topic} ({partitions} partitions, "
@@ -753,7 +855,14 @@ def run() -> dict[str, Any]:
                 bootstrap, avro_topic, records, partitions, compression=compression,
                 value_format="avro",
             )  # fmt: skip
-            work = prepare(bootstrap, topic, records, partitions, avro_topic)
+            common.log(f"produce: the same {records:,} orders as protobuf to {protobuf_topic}...")
+            common.produce_orders(
+                bootstrap, protobuf_topic, records, partitions, compression=compression,
+                value_format="protobuf",
+            )  # fmt: skip
+            work = prepare(
+                bootstrap, topic, records, partitions, avro_topic, protobuf_topic, str(descriptor)
+            )
             common.log("spark: starting local session (not timed)...")
             spark = start_spark()
             try:
@@ -773,6 +882,8 @@ def run() -> dict[str, Any]:
         finally:
             common.delete_topic(bootstrap, topic)
             common.delete_topic(bootstrap, avro_topic)
+            common.delete_topic(bootstrap, protobuf_topic)
+            shutil.rmtree(descriptor.parent, ignore_errors=True)
     kinds = sampler.by_kind()
     rss: dict[str, float] = {
         "driver": round(common.self_peak_rss_mb(), 1),

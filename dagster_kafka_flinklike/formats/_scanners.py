@@ -1,7 +1,7 @@
-"""The text formats' record scanners (``_text_scan.c``) from Python: which flat tables they
-read, and the struct of a batch they give. A record a scanner leaves is null in that struct and
-goes on to the next decoding (for ``json`` Arrow's parser, then the per-record decoding; for
-``csv`` the per-record decoding), which gives Flink's result for it.
+"""The record scanners (``_text_scan.c``: json, csv, protobuf) from Python: which flat tables
+they read, and the struct of a batch they give. A record a scanner leaves is null in that struct
+and goes on to the next decoding (for ``json`` Arrow's parser, then the per-record decoding; for
+``csv`` and ``protobuf`` the per-record decoding), which gives Flink's result for it.
 
 The scanners are a C module built with the package where a compiler is; without it every table
 decodes the way it would with records the scanners leave.
@@ -151,3 +151,97 @@ def csv_decoder(columns: Sequence[Column], settings: Mapping[str, Any]) -> Nativ
     if settings.get("field-delimiter") is None or described is None:
         return None
     return NativeCsv(columns, described, settings)
+
+
+#: A protobuf column's scanner kind by its Flink type (see ``_text_scan.c``).
+_PROTO_KINDS = {
+    **dict.fromkeys(TEXT_TYPES, "s"),
+    **dict.fromkeys(("BINARY", "VARBINARY", "BYTES"), "y"),
+    "INT": "I",
+    "BIGINT": "L",
+    "FLOAT": "f",
+    "DOUBLE": "d",
+    "BOOLEAN": "b",
+}
+_PB_ENUM, _PB_GROUP = 14, 10
+#: Field flags: the record is left when the field is present; a closed enum.
+_PB_LEAVE, _PB_CLOSED = 1, 2
+
+
+class NativeProtobuf:
+    """Decodes a batch of serialized messages into a struct of a flat table's columns with the
+    scanner; null where a record needs the per-record decoding (picklable: built on the
+    driver, run in the tasks)."""
+
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        described: tuple[tuple[bytes, str, bool, tuple[tuple[int, bytes], ...] | None], ...],
+        fields: tuple[tuple[int, int, int, int], ...],
+    ) -> None:
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        self.columns = described
+        self.fields = fields
+        #: The struct's Spark type: what the per-record decoding gives for the same columns.
+        self.spark_type = struct_type(columns)
+        self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        try:
+            struct, _ = scanned(
+                values, self.arrow_type, scanner().scan_protobuf, self.columns, self.fields
+            )
+        except pa.ArrowException:  # never fail the reading task: decode per record
+            return pa.nulls(len(values), self.arrow_type)
+        return struct
+
+
+def protobuf_decoder(
+    columns: Sequence[Column], settings: Mapping[str, Any]
+) -> NativeProtobuf | None:
+    """The scanner of a flat table of a message's singular scalar, string, bytes and enum
+    fields, or None when the table needs the per-record decoding for every record: a nested
+    column, a member of a oneof of several fields, a message with required fields, an enum
+    into a small integer, default values read where a field tracks presence, or no scanners
+    built."""
+    from ..options.protobuf_descriptors import message_descriptor
+
+    if scanner() is None or not columns or len(columns) > MAX_COLUMNS:
+        return None
+    message = message_descriptor(settings["descriptor-set"], settings["message"])
+    defaults = bool(settings["read-default-values"])
+    if any(f.is_required for f in message.fields):
+        return None
+    by_name = {c.name: i for i, c in enumerate(columns)}
+    described = []
+    for column in columns:
+        field = message.fields_by_name.get(column.name)
+        kind = _PROTO_KINDS.get(column.flink_type.name)
+        oneof = field.containing_oneof if field is not None else None
+        if (
+            field is None
+            or kind is None
+            or field.is_repeated
+            or field.message_type is not None
+            or (oneof is not None and len(oneof.fields) > 1)
+            or (defaults and field.has_presence)
+            or (field.type == _PB_ENUM and kind not in "sIL")
+        ):
+            return None
+        names = None
+        if field.enum_type is not None:
+            names = tuple((v.number, v.name.encode()) for v in field.enum_type.values)
+        unset_null = not defaults and field.has_presence
+        described.append((column.name.encode(), kind, unset_null, names))
+    fields = []
+    for field in sorted(message.fields, key=lambda f: f.number):
+        flags = 0
+        if field.is_repeated or field.message_type is not None or field.type == _PB_GROUP:
+            flags |= _PB_LEAVE
+        if field.enum_type is not None and field.enum_type.is_closed:
+            flags |= _PB_CLOSED
+        fields.append((field.number, field.type, by_name.get(field.name, -1), flags))
+    return NativeProtobuf(columns, tuple(described), tuple(fields))

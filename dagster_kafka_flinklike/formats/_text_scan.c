@@ -1,5 +1,5 @@
 /*
- * The text formats' record scanners (json, csv): a batch of values (an Arrow binary array's
+ * The record scanners (json, csv, and protobuf below): a batch of values (an Arrow binary array's
  * buffers) into Arrow buffers of a flat table's columns, one pass over the bytes, no Python
  * objects per record.
  *
@@ -55,12 +55,23 @@ typedef struct {
     Py_ssize_t used, capacity;
 } Buffer;
 
+/* An enum value's name (protobuf: an enum field into a text column). */
+typedef struct {
+    int32_t number;
+    const char *name;
+    Py_ssize_t length;
+} EnumName;
+
 typedef struct {
     char kind;
     int width;          /* bytes per value of fixed-width kinds (0: text, or a bitmap) */
     int precision, scale;
     const char *name;
     Py_ssize_t name_len;
+    /* protobuf: null when its field is unset (else the type's default), enum names */
+    int unset_null;
+    EnumName *enum_names;
+    int n_enum_names;
     /* output */
     uint8_t *valid;     /* bitmap, LSB first */
     char *values;       /* fixed width: length * width; booleans: a bitmap */
@@ -68,7 +79,7 @@ typedef struct {
     Buffer text;        /* text kinds: the bytes; temporal kinds: the value's text, scratch */
 } Column;
 
-static inline int is_text(char kind) { return kind == 's' || kind == 'C'; }
+static inline int is_text(char kind) { return kind == 's' || kind == 'C' || kind == 'y'; }
 
 typedef struct {
     const uint8_t *p, *end;
@@ -1021,8 +1032,263 @@ static int scan_record(Cursor *c, Column *cols, int n_cols, Py_ssize_t row) {
     return c->p == c->end ? 0 : -1; /* exactly one document */
 }
 
+/*
+ * protobuf: one serialized message of a known type, decoded into a flat table's columns (each a
+ * singular scalar, string, bytes or enum field of the message) when the result is certainly the
+ * one the protobuf package's parsing and the format's reading give; otherwise the record is left
+ * to them: malformed wire data (a truncated value, a varint of more than 10 bytes, field number
+ * 0, a group, an unknown wire type), a known field in another wire type than its own, invalid
+ * UTF-8 in any string field, a message, repeated or map field present (they are validated or
+ * kept as the message's own), or a closed enum's unknown number in a column. Unknown fields are
+ * skipped; of a field given more than once the last value counts. A column whose field is unset
+ * is null when the field tracks presence (and the table does not read default values), else the
+ * type's default (0, false, empty, the enum's value 0).
+ */
+
+/* The protobuf types, as FieldDescriptor numbers them. */
+enum {
+    PB_DOUBLE = 1, PB_FLOAT = 2, PB_INT64 = 3, PB_UINT64 = 4, PB_INT32 = 5, PB_FIXED64 = 6,
+    PB_FIXED32 = 7, PB_BOOL = 8, PB_STRING = 9, PB_GROUP = 10, PB_MESSAGE = 11, PB_BYTES = 12,
+    PB_UINT32 = 13, PB_ENUM = 14, PB_SFIXED32 = 15, PB_SFIXED64 = 16, PB_SINT32 = 17,
+    PB_SINT64 = 18,
+};
+/* Field flags: present, the record is left; a closed enum (an unknown number is no value). */
+#define PB_LEAVE 1
+#define PB_CLOSED 2
+
+typedef struct {
+    uint32_t number;
+    int type;   /* PB_* */
+    int column; /* the column it fills, or -1 */
+    int flags;
+} ProtoField;
+
+typedef struct {
+    ProtoField *fields; /* by number, ascending */
+    int n_fields;
+} ProtoSpec;
+
+static int pb_wire(int type) {
+    switch (type) {
+    case PB_DOUBLE: case PB_FIXED64: case PB_SFIXED64: return 1;
+    case PB_FLOAT: case PB_FIXED32: case PB_SFIXED32: return 5;
+    case PB_STRING: case PB_BYTES: case PB_MESSAGE: return 2;
+    case PB_GROUP: return 3;
+    default: return 0;
+    }
+}
+
+/* A varint of at most `most` bytes (10: 64 bits, the last byte at most 1): 0, or -1. */
+static inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out, int most) {
+    const uint8_t *p = *pp;
+    uint64_t value = 0;
+    for (int i = 0; i < most; i++) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            return -1;
+        value |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            *out = value;
+            *pp = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline int valid_utf8(const uint8_t *p, Py_ssize_t n) {
+    const uint8_t *end = p + n;
+    while (p < end) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        int k = utf8_sequence(p, end);
+        if (k == 0)
+            return 0;
+        p += k;
+    }
+    return 1;
+}
+
+static const ProtoField *find_field(const ProtoSpec *spec, uint32_t number) {
+    int lo = 0, hi = spec->n_fields - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        uint32_t at = spec->fields[mid].number;
+        if (at == number)
+            return &spec->fields[mid];
+        if (at < number)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+static const EnumName *enum_name(const Column *col, int32_t number) {
+    for (int k = 0; k < col->n_enum_names; k++)
+        if (col->enum_names[k].number == number)
+            return &col->enum_names[k];
+    return NULL;
+}
+
+static int put_text(Column *col, Py_ssize_t mark, const void *p, Py_ssize_t n, Py_ssize_t row) {
+    col->text.used = mark; /* a field given again replaces its value */
+    if (reserve(&col->text, n) < 0)
+        return -2;
+    if (n > 0)
+        memcpy(col->text.data + col->text.used, p, (size_t)n);
+    col->text.used += n;
+    set_bit(col->valid, row);
+    return 0;
+}
+
+/* A field's value into its column: 0, -1 to leave the record, -2 out of memory. */
+static int proto_value(Column *col, const ProtoField *f, uint64_t v, const uint8_t *bytes,
+                       Py_ssize_t len, Py_ssize_t row, Py_ssize_t mark) {
+    int32_t i32 = (int32_t)(uint32_t)v;
+    int64_t i64 = (int64_t)v;
+    if (f->type == PB_SINT32)
+        i32 = (int32_t)(((uint32_t)v >> 1) ^ (uint32_t)-(int32_t)((uint32_t)v & 1));
+    if (f->type == PB_SINT64)
+        i64 = (int64_t)((v >> 1) ^ (uint64_t)-(int64_t)(v & 1));
+    if (f->type == PB_ENUM) {
+        i64 = i32;
+        if (f->flags & PB_CLOSED && enum_name(col, i32) == NULL)
+            return -1; /* parsing keeps it as an unknown field: the column reads unset */
+    }
+    switch (col->kind) {
+    case 'I':
+        memcpy(col->values + row * 4, &i32, 4);
+        break;
+    case 'L':
+        memcpy(col->values + row * 8, &i64, 8);
+        break;
+    case 'f': {
+        uint32_t bits = (uint32_t)v;
+        memcpy(col->values + row * 4, &bits, 4);
+        break;
+    }
+    case 'd':
+        memcpy(col->values + row * 8, &v, 8);
+        break;
+    case 'b':
+        if (v != 0)
+            set_bit((uint8_t *)col->values, row);
+        else
+            clear_bit((uint8_t *)col->values, row);
+        break;
+    case 's':
+        if (f->type == PB_ENUM) {
+            const EnumName *e = enum_name(col, i32);
+            return e != NULL ? put_text(col, mark, e->name, e->length, row)
+                             : put_text(col, mark, "UNRECOGNIZED", 12, row);
+        }
+        return put_text(col, mark, bytes, len, row);
+    case 'y':
+        return put_text(col, mark, bytes, len, row);
+    default:
+        return -1;
+    }
+    set_bit(col->valid, row);
+    return 0;
+}
+
+/* An unset field's column: null, or its type's default. */
+static int proto_unset(Column *col, Py_ssize_t row, Py_ssize_t mark) {
+    if (col->unset_null)
+        return 0;
+    int64_t zero = 0;
+    switch (col->kind) {
+    case 'I': case 'f': memcpy(col->values + row * 4, &zero, 4); break;
+    case 'L': case 'd': memcpy(col->values + row * 8, &zero, 8); break;
+    case 'b': clear_bit((uint8_t *)col->values, row); break;
+    case 's':
+        if (col->n_enum_names > 0) {
+            const EnumName *e = enum_name(col, 0);
+            return e != NULL ? put_text(col, mark, e->name, e->length, row)
+                             : put_text(col, mark, "UNRECOGNIZED", 12, row);
+        }
+        return put_text(col, mark, "", 0, row);
+    case 'y': return put_text(col, mark, "", 0, row);
+    default: return -1;
+    }
+    set_bit(col->valid, row);
+    return 0;
+}
+
+/* One message into row `row` (marks: the columns' text sizes before it): 0 decoded, -1 left,
+ * -2 out of memory. */
+static int scan_proto_record(const uint8_t *p, const uint8_t *end, Column *cols, int n_cols,
+                             Py_ssize_t row, const ProtoSpec *spec, const Py_ssize_t *marks) {
+    uint64_t seen = 0;
+    while (p < end) {
+        uint64_t tag, v = 0;
+        if (read_varint(&p, end, &tag, 5) < 0 || tag > UINT32_MAX || (tag >> 3) == 0)
+            return -1;
+        int wire = (int)(tag & 7);
+        const uint8_t *bytes = NULL;
+        Py_ssize_t len = 0;
+        switch (wire) {
+        case 0:
+            if (read_varint(&p, end, &v, 10) < 0)
+                return -1;
+            break;
+        case 1:
+            if (end - p < 8)
+                return -1;
+            memcpy(&v, p, 8);
+            p += 8;
+            break;
+        case 5: {
+            uint32_t w;
+            if (end - p < 4)
+                return -1;
+            memcpy(&w, p, 4);
+            v = w;
+            p += 4;
+            break;
+        }
+        case 2:
+            if (read_varint(&p, end, &v, 10) < 0 || v > (uint64_t)(end - p))
+                return -1;
+            bytes = p;
+            len = (Py_ssize_t)v;
+            p += len;
+            break;
+        default: /* groups (3, 4), or no wire type */
+            return -1;
+        }
+        const ProtoField *f = find_field(spec, (uint32_t)(tag >> 3));
+        if (f == NULL)
+            continue; /* an unknown field, kept aside by parsing */
+        if (f->flags & PB_LEAVE || wire != pb_wire(f->type))
+            return -1;
+        if (f->type == PB_STRING && !valid_utf8(bytes, len))
+            return -1;
+        if (f->column < 0)
+            continue;
+        int r = proto_value(&cols[f->column], f, v, bytes, len, row, marks[f->column]);
+        if (r < 0)
+            return r;
+        seen |= (uint64_t)1 << f->column;
+    }
+    for (int j = 0; j < n_cols; j++) {
+        if (!(seen & ((uint64_t)1 << j))) {
+            int r = proto_unset(&cols[j], row, marks[j]);
+            if (r < 0)
+                return r;
+        }
+    }
+    return 0;
+}
+
 static void free_columns(Column *cols, int n_cols) {
     for (int j = 0; j < n_cols; j++) {
+        free(cols[j].enum_names);
         free(cols[j].valid);
         free(cols[j].values);
         free(cols[j].offsets);
@@ -1098,10 +1364,104 @@ static int record_bytes(const Batch *b, Py_ssize_t i, const uint8_t **start,
     return 1;
 }
 
-/* A batch through the json scanner (csv NULL) or the csv one. */
+/* A json or csv column's (name, kind, precision, scale) into col: 0, or -1 with an exception
+ * set. */
+static int text_column(PyObject *spec, Column *col) {
+    const char *name, *kind;
+    Py_ssize_t name_len, kind_len;
+    int precision, scale;
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "a column must be a (name, kind, precision, scale) tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "y#s#ii", &name, &name_len, &kind, &kind_len, &precision, &scale))
+        return -1;
+    if (kind_len != 1) {
+        PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+        return -1;
+    }
+    col->name = name;
+    col->name_len = name_len;
+    col->kind = kind[0];
+    col->precision = precision;
+    col->scale = scale;
+    switch (col->kind) {
+    case 's': case 'C': col->width = 0; break;
+    case 'D': col->width = 4; break;
+    case 't': case 'T': case 'z': case 'Z': col->width = 8; break;
+    case 'b': col->width = 0; break; /* a bitmap, as Arrow's booleans */
+    case 'B': col->width = 1; break;
+    case 'H': col->width = 2; break;
+    case 'I': case 'f': col->width = 4; break;
+    case 'L': case 'd': col->width = 8; break;
+    case 'm':
+        col->width = 16;
+        if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+            PyErr_SetString(PyExc_ValueError, "DECIMAL precision must be 1..38, scale 0..p");
+            return -1;
+        }
+        break;
+    default:
+        PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+        return -1;
+    }
+    return 0;
+}
+
+/* A protobuf column's (name, kind, unset_null, enum names or None) into col: 0, or -1 with an
+ * exception set. */
+static int proto_column(PyObject *spec, Column *col) {
+    const char *name, *kind;
+    Py_ssize_t name_len, kind_len;
+    int unset_null;
+    PyObject *names;
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "a column must be a (name, kind, unset_null, enum names) tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "y#s#pO", &name, &name_len, &kind, &kind_len, &unset_null,
+                          &names))
+        return -1;
+    if (kind_len != 1 || !strchr("ILfdbsy", kind[0])) {
+        PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+        return -1;
+    }
+    col->name = name;
+    col->name_len = name_len;
+    col->kind = kind[0];
+    col->width = strchr("If", kind[0]) ? 4 : strchr("Ld", kind[0]) ? 8 : 0;
+    col->unset_null = unset_null;
+    if (names == Py_None)
+        return 0;
+    if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) > 1 << 20) {
+        PyErr_SetString(PyExc_TypeError, "enum names must be a tuple of (number, name) or None");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    col->enum_names = calloc((size_t)(n ? n : 1), sizeof(EnumName));
+    if (col->enum_names == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        EnumName *e = &col->enum_names[k];
+        PyObject *pair = PyTuple_GET_ITEM(names, k);
+        if (!PyTuple_Check(pair)) {
+            PyErr_SetString(PyExc_TypeError, "an enum name must be a (number, name) tuple");
+            return -1;
+        }
+        if (!PyArg_ParseTuple(pair, "iy#", &e->number, &e->name, &e->length))
+            return -1;
+        col->n_enum_names = (int)(k + 1);
+    }
+    return 0;
+}
+
+/* A batch through the json scanner (csv and proto NULL), the csv one or the protobuf one. */
 static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObject *data_obj,
                             Py_ssize_t offset, Py_ssize_t length, PyObject *columns_obj,
-                            const Csv *csv) {
+                            const Csv *csv, const ProtoSpec *proto) {
     if (!PyTuple_Check(columns_obj) || PyTuple_GET_SIZE(columns_obj) > MAX_COLUMNS) {
         PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
         return NULL;
@@ -1119,47 +1479,9 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
     bitmap_size = (length + 7) / 8;
     for (int j = 0; j < n_cols; j++) {
         PyObject *spec = PyTuple_GET_ITEM(columns_obj, j);
-        const char *name, *kind;
-        Py_ssize_t name_len, kind_len;
-        int precision, scale;
-        if (!PyTuple_Check(spec)) {
-            PyErr_SetString(PyExc_TypeError,
-                            "a column must be a (name, kind, precision, scale) tuple");
-            goto done;
-        }
-        if (!PyArg_ParseTuple(spec, "y#s#ii", &name, &name_len, &kind, &kind_len, &precision,
-                              &scale))
-            goto done;
-        if (kind_len != 1) {
-            PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
-            goto done;
-        }
         Column *col = &cols[j];
-        col->name = name;
-        col->name_len = name_len;
-        col->kind = kind[0];
-        col->precision = precision;
-        col->scale = scale;
-        switch (col->kind) {
-        case 's': case 'C': col->width = 0; break;
-        case 'D': col->width = 4; break;
-        case 't': case 'T': case 'z': case 'Z': col->width = 8; break;
-        case 'b': col->width = 0; break; /* a bitmap, as Arrow's booleans */
-        case 'B': col->width = 1; break;
-        case 'H': col->width = 2; break;
-        case 'I': case 'f': col->width = 4; break;
-        case 'L': case 'd': col->width = 8; break;
-        case 'm':
-            col->width = 16;
-            if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
-                PyErr_SetString(PyExc_ValueError, "DECIMAL precision must be 1..38, scale 0..p");
-                goto done;
-            }
-            break;
-        default:
-            PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+        if ((proto != NULL ? proto_column(spec, col) : text_column(spec, col)) < 0)
             goto done;
-        }
         col->valid = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
         if (is_text(col->kind)) {
             col->offsets = malloc(sizeof(int32_t) * (size_t)(length + 1));
@@ -1198,7 +1520,9 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
         if (present) {
             for (int j = 0; j < n_cols; j++)
                 marks[j] = cols[j].text.used;
-            if (csv != NULL) {
+            if (proto != NULL) {
+                r = scan_proto_record(start, stop, cols, n_cols, i, proto, marks);
+            } else if (csv != NULL) {
                 r = scan_csv_record(start, stop, cols, n_cols, i, csv, &scratch);
             } else {
                 Cursor c = {start, stop};
@@ -1285,7 +1609,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "OOOnnO", &validity, &offsets, &data, &offset, &length, &columns))
         return NULL;
-    return scan_batch(validity, offsets, data, offset, length, columns, NULL);
+    return scan_batch(validity, offsets, data, offset, length, columns, NULL, NULL);
 }
 
 /*
@@ -2042,19 +2366,71 @@ static PyObject *scan_csv(PyObject *self, PyObject *args) {
         csv.null_literal = PyBytes_AS_STRING(null_literal);
         csv.null_length = PyBytes_GET_SIZE(null_literal);
     }
-    return scan_batch(validity, offsets, data, offset, length, columns, &csv);
+    return scan_batch(validity, offsets, data, offset, length, columns, &csv, NULL);
+}
+
+PyDoc_STRVAR(scan_protobuf_doc,
+    "scan_protobuf(validity, offsets, data, offset, length, columns, fields)\n"
+    "    -> (decoded, [buffers per column])\n\n"
+    "As scan(), for serialized protobuf messages: `columns` are (name: bytes, kind: str of\n"
+    "'ILfdbsy', unset_null: bool, enum names: ((number, name: bytes), ...) or None); `fields`\n"
+    "every field of the message as (number, type as FieldDescriptor numbers it, column index\n"
+    "or -1, flags: 1 leave the record when present, 2 a closed enum), by number ascending.");
+
+static PyObject *scan_protobuf(PyObject *self, PyObject *args) {
+    PyObject *validity, *offsets, *data, *columns, *fields_obj;
+    Py_ssize_t offset, length;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnOO", &validity, &offsets, &data, &offset, &length, &columns,
+                          &fields_obj))
+        return NULL;
+    if (!PyTuple_Check(fields_obj) || PyTuple_GET_SIZE(fields_obj) > 1 << 20) {
+        PyErr_SetString(PyExc_TypeError, "fields must be a tuple");
+        return NULL;
+    }
+    Py_ssize_t n_columns = PyTuple_Check(columns) ? PyTuple_GET_SIZE(columns) : 0;
+    ProtoSpec spec = {NULL, (int)PyTuple_GET_SIZE(fields_obj)};
+    spec.fields = calloc((size_t)(spec.n_fields ? spec.n_fields : 1), sizeof(ProtoField));
+    if (spec.fields == NULL)
+        return PyErr_NoMemory();
+    for (int k = 0; k < spec.n_fields; k++) {
+        ProtoField *f = &spec.fields[k];
+        PyObject *item = PyTuple_GET_ITEM(fields_obj, k);
+        unsigned int number;
+        if (!PyTuple_Check(item)) {
+            free(spec.fields);
+            PyErr_SetString(PyExc_TypeError, "a field must be a (number, type, column, flags) tuple");
+            return NULL;
+        }
+        if (!PyArg_ParseTuple(item, "Iiii", &number, &f->type, &f->column, &f->flags)) {
+            free(spec.fields);
+            return NULL;
+        }
+        f->number = number;
+        if (number == 0 || number > 536870911 || f->type < PB_DOUBLE || f->type > PB_SINT64 ||
+            f->column < -1 || f->column >= n_columns ||
+            (k > 0 && f->number <= spec.fields[k - 1].number)) {
+            free(spec.fields);
+            PyErr_Format(PyExc_ValueError, "field %d is malformed or out of order", k);
+            return NULL;
+        }
+    }
+    PyObject *result = scan_batch(validity, offsets, data, offset, length, columns, NULL, &spec);
+    free(spec.fields);
+    return result;
 }
 
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"scan_csv", scan_csv, METH_VARARGS, scan_csv_doc},
+    {"scan_protobuf", scan_protobuf, METH_VARARGS, scan_protobuf_doc},
     {"exact", exact, METH_VARARGS, exact_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {
     PyModuleDef_HEAD_INIT, "_text_scan",
-    "The text formats' record scanners: JSON and CSV values into Arrow buffers of a flat table.",
+    "The record scanners: JSON, CSV and protobuf values into Arrow buffers of a flat table.",
     -1, METHODS, NULL, NULL, NULL, NULL,
 };
 

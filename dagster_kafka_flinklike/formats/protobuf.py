@@ -33,7 +33,7 @@ from ..options.protobuf_descriptors import (
     is_map_field,
     message_descriptor,
 )
-from .base import PythonFormat, RecordDecoder, RecordEncoder, values_only
+from .base import NativeDecoder, Options, PythonFormat, RecordDecoder, RecordEncoder, values_only
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -295,6 +295,14 @@ class Protobuf(PythonFormat):
             KafkaOptionsError: a column is no field of the message, or cannot hold it.
         """
         check_columns(settings, columns, "format", fmt=self.name)
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeDecoder | None:
+        """A decoder of whole Arrow batches of messages (the record scanner, C) that the reader's
+        tasks run where the bytes are, for a flat table of scalar, string, bytes and enum fields;
+        None otherwise (see :mod:`._scanners`). A record it leaves null is decoded per record."""
+        from ._scanners import protobuf_decoder
+
+        return protobuf_decoder(columns, self.checked_settings(columns, options))
 
     def record_decoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str

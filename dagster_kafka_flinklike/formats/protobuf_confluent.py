@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..options import Column
 from ..options.protobuf_descriptors import file_protos, message_descriptor
 from . import _registry
-from .base import RecordDecoder, RecordEncoder
+from .base import Options, RecordDecoder, RecordEncoder
 from .protobuf import Protobuf, record_reader, record_writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,6 +146,10 @@ class ProtobufConfluent(Protobuf):
 
     name = NAME
     needs_headers = True
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> None:
+        """None: a record starts with the registry's framing, so each is decoded per record."""
+        return None
 
     def record_decoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str

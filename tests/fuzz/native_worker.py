@@ -4,8 +4,8 @@
 It loads the modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
 ``DIRECTORY`` through ``tests/unit/sanitized_driver.py`` (whose helpers it reuses: the Arrow
 buffers of records, the result checks, the messages whose list changes while it is read) and
-calls them on inputs ``START`` to ``START + COUNT - 1`` of ``SEED``: JSON and CSV records (valid
-ones edited), buffers cut, misaligned or made up, offsets and lengths out of range, column
+calls them on inputs ``START`` to ``START + COUNT - 1`` of ``SEED``: JSON, CSV and protobuf records
+(valid ones edited), buffers cut, misaligned or made up, offsets and lengths out of range, column
 descriptions of any kind, message lists. Before each call its input's number is written to
 ``DIRECTORY/last-call.txt`` (a crash names it; ``COUNT`` -1 prints the call of input ``START``
 without making it). A call with valid arguments must return a
@@ -238,12 +238,70 @@ def exact_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
     return (validity, offsets, data, start, length, nodes, names, *modes), valid
 
 
+def proto_record(rng: Any) -> bytes | None:
+    """A serialized message of random fields (a tag and a value of any wire type), edited."""
+    if rng.randrange(10) == 0:
+        return None
+    parts = []
+    for _ in range(rng.randrange(8)):
+        wire = rng.choice((0, 0, 1, 2, 2, 5, 3, 4, 6, 7))
+        if wire == 0:
+            value = driver._varint(edge_integer(rng))
+        elif wire in (1, 5):
+            value = random_bytes(rng, 8 if wire == 1 else 4)
+        else:
+            body = random_bytes(rng, 12) if rng.random() < 0.5 else "é😀x".encode()
+            value = driver._varint(len(body)) + body if wire == 2 else body[:2]
+        parts.append(driver._varint(rng.randrange(41) << 3 | wire) + value)
+    data = b"".join(parts)
+    return mutate_bytes(rng, data) if rng.random() < 0.2 else data
+
+
+def proto_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_protobuf``, and whether they are valid (the driver's
+    ``proto_batches``, with this module's records)."""
+    described = tuple(
+        (
+            rng.choice(_NAMES),
+            rng.choice("ILfdbsy"),
+            rng.random() < 0.5,
+            None
+            if rng.random() < 0.5
+            else tuple((rng.randrange(-3, 6), rng.choice(_NAMES)) for _ in range(rng.randrange(4))),
+        )
+        for _ in range(rng.randrange(7))
+    )
+    numbers = sorted(rng.sample(range(1, 41), rng.randrange(9)))
+    fields: Any = tuple(
+        (n, rng.randrange(1, 19), rng.randrange(-1, len(described)), rng.randrange(4))
+        for n in numbers
+    )
+    records = [proto_record(rng) for _ in range(rng.randrange(12))]
+    validity, offsets, data = driver.arrow_buffers(records)
+    start = rng.randrange(len(records) + 1)
+    length, valid = len(records) - start, True
+    if rng.randrange(4) == 0:
+        valid = False
+        validity = rng.choice((None, random_bytes(rng, 4)))
+        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
+    if rng.randrange(4) == 0:
+        valid = False
+        start, length = placement(rng), placement(rng)
+    if rng.randrange(8) == 0:
+        valid = False
+        fields = rng.choice((((0, 3, -1, 0),), ((1, 19, -1, 0),), ((1, 3, 99, 0),), (5,), "x"))
+    return (validity, offsets, data, start, length, described, fields), valid
+
+
 def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:
     """Input of ``rng``: (kind, function, arguments, whether they are valid, detail)."""
-    kind = rng.randrange(4)
+    kind = rng.randrange(5)
     if kind == 3:
         arguments, valid = exact_arguments(rng)
         return "exact", driver.text_scan.exact, arguments, valid, None
+    if kind == 4:
+        arguments, valid = proto_arguments(rng)
+        return "scan", driver.text_scan.scan_protobuf, arguments, valid, None
     if kind < 2:
         csv = kind == 1
         arguments, valid = scan_arguments(rng, csv)

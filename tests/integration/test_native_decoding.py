@@ -416,3 +416,19 @@ def test_a_time_out_of_range_is_dirty_on_every_path(spark: Any) -> None:
             assert errors[0] is None and errors[-1] is None, (spec.value_format, native)
             for text, error in zip(_BAD_TIMES, errors[1:-1], strict=True):
                 assert error is not None and text in error and "TIME" in error, error
+
+
+def test_native_protobuf_decoding_gives_the_per_record_rows(spark: Any, tmp_path: Any) -> None:
+    """The protobuf scanner in Spark, as a run decodes: every row the per-record decoding's."""
+    from dagster_kafka_flinklike.formats._scanners import NativeProtobuf
+    from tests.protobuf_defs import message_class, write_descriptor_set
+    from tests.unit.test_protobuf_native import ORDER, order_corpus
+
+    desc = write_descriptor_set(tmp_path)
+    options = {"protobuf.message-class-name": "shop.Order", "protobuf.descriptor-file": desc}
+    columns = [{"name": c.name, "type": c.type} for c in ORDER]
+    spec = _spec("protobuf", columns, **options)
+    (derived,) = native_columns(spec)
+    assert isinstance(derived.compute, NativeProtobuf)
+    records = order_corpus(message_class(desc, "shop.Order"), random.Random(3), 1500)
+    assert _compare(spark, spec, list(records), dirty=40) > 750

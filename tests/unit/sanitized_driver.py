@@ -209,7 +209,7 @@ def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
     assert len(bitmap) == size and len(buffers) == len(columns)
     for (_, kind, _, _), parts in zip(columns, buffers, strict=True):
         assert len(parts[0]) == size
-        if kind in "sC":
+        if kind in "sCy":
             _, offsets, data = parts
             ends = struct.unpack(f"<{length + 1}i", offsets)
             assert ends[0] == 0 and list(ends) == sorted(ends) and ends[-1] == len(data)
@@ -240,6 +240,75 @@ def scan_checked(function: Any, call: tuple[Any, ...], valid: bool) -> None:
 @given(arguments=batches(csv=False))
 def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
     scan_checked(text_scan.scan, *arguments)
+
+
+def _varint(value: int) -> bytes:
+    value &= 2**64 - 1
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+_wire_value = st.one_of(
+    st.builds(lambda v: (0, _varint(v)), _integers),
+    st.builds(lambda b: (1, b), st.binary(min_size=8, max_size=8)),
+    st.builds(lambda b: (5, b), st.binary(min_size=4, max_size=4)),
+    st.builds(lambda b: (2, _varint(len(b)) + b), st.one_of(st.binary(max_size=12),
+                                                            st.text(max_size=6).map(str.encode))),
+    st.builds(lambda w, b: (w, b), st.sampled_from([3, 4, 6, 7]), st.binary(max_size=3)),
+)  # fmt: skip
+_message = st.lists(st.tuples(st.integers(0, 40), _wire_value), max_size=8).map(
+    lambda parts: b"".join(_varint(n << 3 | w) + v for n, (w, v) in parts)
+)
+_proto_column = st.tuples(
+    st.sampled_from(_NAMES),
+    st.sampled_from("ILfdbsy"),
+    st.booleans(),
+    st.one_of(st.none(), st.lists(st.tuples(st.integers(-3, 5), st.sampled_from(_NAMES)),
+                                  max_size=4).map(tuple)),
+)  # fmt: skip
+
+
+@st.composite
+def proto_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_protobuf``, and whether they are valid."""
+    columns = tuple(draw(st.lists(_proto_column, max_size=6)))
+    numbers = sorted(draw(st.sets(st.integers(1, 40), max_size=8)))
+    fields = tuple(
+        (
+            n,
+            draw(st.integers(1, 18)),
+            draw(st.integers(-1, len(columns) - 1)),
+            draw(st.integers(0, 3)),
+        )
+        for n in numbers
+    )
+    record = st.one_of(_message, st.binary(max_size=40), st.none())
+    records = draw(st.lists(record, max_size=10))
+    validity, offsets, data = arrow_buffers(records)
+    start = draw(st.integers(0, len(records)))
+    length, valid = len(records) - start, True
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
+        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        start, length = draw(_placement), draw(_placement)
+    if draw(st.integers(0, 7)) == 0:
+        valid = False
+        fields = draw(st.sampled_from([((0, 3, -1, 0),), ((1, 19, -1, 0),), ((2, 3, -1, 0),
+                      (1, 3, -1, 0)), ((1, 3, 99, 0),), ((1,),), (5,), "x"]))  # fmt: skip
+    return (validity, offsets, data, start, length, columns, fields), valid
+
+
+@PROPERTY
+@given(arguments=proto_batches())
+def test_scan_protobuf(arguments: tuple[tuple[Any, ...], bool]) -> None:
+    scan_checked(text_scan.scan_protobuf, *arguments)
 
 
 def pack_tree(tree: tuple[Any, ...]) -> tuple[bytes, bytes]:
@@ -426,6 +495,6 @@ def test_message_fields(
 
 
 if __name__ == "__main__":
-    for test in (test_scan, test_scan_csv, test_exact, test_message_fields):
+    for test in (test_scan, test_scan_csv, test_scan_protobuf, test_exact, test_message_fields):
         test()
         print(f"{test.__name__}: {EXAMPLES} examples", flush=True)
