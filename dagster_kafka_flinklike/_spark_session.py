@@ -65,7 +65,9 @@ def spark_avro_jar() -> str | None:
 
 def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with Spark's Avro package added to ``spark.jars`` (unless it is already in
-    ``spark.jars`` or ``spark.jars.packages``, or cannot be fetched).
+    ``spark.jars`` or ``spark.jars.packages``, or cannot be fetched); to
+    ``spark.jars.packages``, as Maven coordinates, when the config has packages: Spark then
+    ships only ``spark.jars`` to a cluster's executors, without the packages it resolved.
 
     Example:
         >>> with_spark_avro({"spark.master": "local[2]"})["spark.jars"]  # doctest: +SKIP
@@ -76,7 +78,13 @@ def with_spark_avro(config: Mapping[str, Any]) -> dict[str, Any]:
     if "spark-avro" in given:
         return out
     jar = spark_avro_jar()
-    if jar is not None:
+    if jar is None:
+        return out
+    packages = str(out.get("spark.jars.packages") or "").strip()
+    if packages:
+        version = Path(jar).name.removeprefix(f"{SPARK_AVRO}-").removesuffix(".jar")
+        out["spark.jars.packages"] = f"{packages},org.apache.spark:{SPARK_AVRO}:{version}"
+    else:
         out["spark.jars"] = ",".join(j for j in (out.get("spark.jars"), jar) if j)
     return out
 

@@ -152,3 +152,35 @@ def test_a_session_built_outside_a_run_gives_its_workers_this_interpreter() -> N
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[0] == "True", done.stdout
+
+
+def test_spark_avro_goes_with_the_packages_when_there_are_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A session's spark.jars replaces the jars Spark resolved for spark.jars.packages in what it
+    # ships to a cluster's executors: with packages, Spark's Avro package is one of them.
+    jar = tmp_path / "spark-avro_2.13-4.2.0" / "spark-avro_2.13-4.2.0.jar"
+    monkeypatch.setattr(session, "spark_avro_jar", lambda: str(jar))
+    plain = session.with_spark_avro({"spark.master": "spark://h:7077"})
+    assert plain["spark.jars"] == str(jar) and "spark.jars.packages" not in plain
+    packaged = session.with_spark_avro({"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0"})
+    assert "spark.jars" not in packaged
+    assert packaged["spark.jars.packages"] == (
+        "io.delta:delta-spark_2.13:4.0.0,org.apache.spark:spark-avro_2.13:4.2.0"
+    )
+    given = session.with_spark_avro({"spark.jars.packages": "org.apache.spark:spark-avro_2.13:4"})
+    assert given == {"spark.jars.packages": "org.apache.spark:spark-avro_2.13:4"}
+
+
+def test_a_cluster_session_ships_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "spark_avro_jar", lambda: None)
+    local = session.session_config({"spark.master": "local[2]"})
+    assert "spark.archives" not in local
+    cluster = session.session_config(
+        {"spark.master": "spark://h:7077", "spark.executorEnv.PYTHONPATH": "deps"}
+    )
+    archive, folder = cluster["spark.archives"].split("#")
+    assert folder == "dagster_kafka_flinklike_package" and Path(archive).is_file()
+    assert cluster["spark.executorEnv.PYTHONPATH"] == "dagster_kafka_flinklike_package:deps"
+    off = session.session_config({"spark.master": "spark://h:7077"}, ship_package=False)
+    assert "spark.archives" not in off
