@@ -61,12 +61,27 @@ class _LocalService:
     cluster_kind: str = ""
     cluster_folder: str = ""
     cluster_help: str = ""
+    cluster_noun: str = ""
+    #: The variable that names another cluster, where it is not ``env``.
+    cluster_env: str = ""
+
+    def is_cluster(self, size: int) -> bool:
+        """Whether ``size`` asks for the service's cluster."""
+        return bool(self.cluster_option) and size >= self.cluster_from
+
+    def noun_of(self, size: int) -> str:
+        """What the command manages for ``size``: the service, or its cluster."""
+        return self.cluster_noun if self.is_cluster(size) else self.noun
+
+    def env_of(self, size: int) -> str:
+        """The variable that makes the demo and the tests use another one of it."""
+        return self.cluster_env or self.env if self.is_cluster(size) else self.env
 
     def make(self, size: int = 0) -> JvmService | EmbeddedKafkaCluster | EmbeddedSparkCluster:
         """The service in its directory under ``default_home()``, or its cluster of ``size``."""
         from .. import local
 
-        if self.cluster_option and size >= self.cluster_from:
+        if self.is_cluster(size):
             cluster = getattr(local, self.cluster_kind)
             return cluster(local.default_home() / self.cluster_folder, size)  # type: ignore[no-any-return]
         kind: type[JvmService] = getattr(local, self.kind)
@@ -93,6 +108,7 @@ _KAFKA = _LocalService(
     cluster_kind="EmbeddedKafkaCluster",
     cluster_folder="kafka-cluster",
     cluster_help="a cluster of this many nodes (1: one broker)",
+    cluster_noun="Kafka cluster",
 )
 _REGISTRY = _LocalService(
     command="local-registry",
@@ -135,16 +151,19 @@ _SPARK = _LocalService(
     cluster_kind="EmbeddedSparkCluster",
     cluster_folder="spark-cluster",
     cluster_help="a standalone cluster of this many workers (0: the Spark Connect server)",
+    cluster_noun="Spark standalone cluster",
+    cluster_env="SPARK_MASTER",
 )
 
 
 def _cmd_start(service: _LocalService, args: argparse.Namespace) -> int:
     from ..local import EmbeddedServiceError
 
-    if os.environ.get(service.env, "").strip():
+    env = service.env_of(args.size)
+    if os.environ.get(env, "").strip():
         print(
-            f"note: {service.env} is set, so the demo and the tests use that "
-            f"{service.env_names}, not this local {service.noun}.",
+            f"note: {env} is set, so the demo and the tests use that "
+            f"{service.env_names}, not this local {service.noun_of(args.size)}.",
             file=sys.stderr,
         )
     try:
@@ -165,10 +184,11 @@ def _cmd_stop(service: _LocalService, args: argparse.Namespace) -> int:
     except EmbeddedServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    noun = service.noun_of(args.size)
     if stopped:
-        print(f"stopped the local {service.noun} in {instance.data_dir}")
+        print(f"stopped the local {noun} in {instance.data_dir}")
     else:
-        print(f"no local {service.noun} was running in {instance.data_dir}")
+        print(f"no local {noun} was running in {instance.data_dir}")
     return 0
 
 

@@ -98,6 +98,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedSparkC
     finally:
         stopped = run_dkf(home, "local-spark", "stop", "--workers", "2")
         assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.startswith("stopped the local Spark standalone cluster")
         assert run_dkf(home, "local-spark", "status", "--workers", "2").returncode == 1
 
 
