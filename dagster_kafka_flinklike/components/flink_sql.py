@@ -46,8 +46,9 @@ MAX_END_OFFSET = 1000
 
 
 def identifier(text: str, default: str) -> str:
-    """``text`` as a Python identifier for Dagster names (jobs, sensors), else ``default``."""
-    return re.sub(r"\W+", "_", text).strip("_") or default
+    """``text`` as a Dagster name (jobs, sensors, assets: ASCII letters, digits and '_'), else
+    ``default``."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or default
 
 
 def check_end_offset(end_offset: int, key: str = "end_offset") -> None:

@@ -313,8 +313,10 @@ def _source(options: Mapping[str, str], default_name: str) -> IngestionSource:
             "source: 'key.fields-prefix' names the key's columns, but 'key.format' is not set.",
             keys=("key.fields-prefix", "key.format"),
         )
-    # The table's name keys its asset and default consumer group: letters, digits and '_'.
-    name = re.sub(r"\W+", "_", options.get("name") or default_name).strip("_") or "data_ingestion"
+    # The table's name keys its asset and default consumer group: ASCII letters, digits and '_'
+    # (Dagster's names; Python's \w also takes other letters).
+    given = options.get("name") or default_name
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", given).strip("_") or "data_ingestion"
     metadata = _metadata(options.get("metadata.list"))
     declared = INGESTION_KEYS["source"]
     table = {k: v for k, v in options.items() if (f := find_ingestion_key("source", k)) and f.table}

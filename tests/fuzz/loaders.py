@@ -397,7 +397,9 @@ _COMPONENT_KEYS = (
 
 
 def _templated(text: str) -> bool:
-    return "{{" in text or "{%" in text
+    """Whether Dagster renders ``text`` as a Jinja template (an expression, a statement or a
+    comment)."""
+    return "{{" in text or "{%" in text or "{#" in text
 
 
 class ComponentYaml(Target):

@@ -139,3 +139,44 @@ def test_a_charset_name_python_cannot_look_up_is_refused_naming_its_option(chars
     with pytest.raises(KafkaOptionsError, match=r"'raw\.charset'") as info:
         KafkaTableSpec.from_options(options, columns=[{"name": "v", "type": "STRING"}])
     assert info.value.keys == ("raw.charset",)
+
+
+_PIPELINE = """
+tables:
+  orders:
+    options: {connector: kafka, topic: o, properties.bootstrap.servers: "h:9", format: json,
+              scan.startup.mode: earliest-offset}
+    columns: [{name: id, type: INT}]
+  big:
+    options: {connector: kafka, topic: b, properties.bootstrap.servers: "h:9", format: json}
+    columns: [{name: id, type: INT}]
+assets:
+- {name: NAME, query: "SELECT id FROM orders", sources: [orders], sink: big,
+   checks: {dirty_data: {name: CHECK}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("asset", "check"), [("${v}", "ok"), ("my-asset", "ok"), ("ok", "kafka dirty"), ("é", "ok")]
+)
+def test_a_name_dagster_does_not_take_is_refused_at_load_naming_it(asset: str, check: str) -> None:
+    # A Component asset named '${v}' reached Dagster, whose DagsterInvalidDefinitionError
+    # escaped the load.
+    from pydantic import ValidationError
+
+    from dagster_kafka_flinklike import KafkaPipelineComponent
+
+    text = _PIPELINE.replace("NAME", f'"{asset}"').replace("CHECK", f'"{check}"')
+    bad = asset if asset != "ok" else check
+    with pytest.raises(ValidationError, match=r"is not a name Dagster takes") as info:
+        KafkaPipelineComponent.resolve_from_yaml(text)
+    assert repr(bad) in str(info.value)
+
+
+def test_a_pipeline_name_with_other_letters_gives_a_name_dagster_takes() -> None:
+    # Python's \w takes 'é' and '٤': a data-ingestion or Flink SQL pipeline named so gave a
+    # job and sensor name Dagster refuses.
+    from dagster_kafka_flinklike.components.flink_sql import identifier
+
+    assert identifier("café orders", "x") == "caf_orders"
+    assert identifier("٤٢", "flink_sql") == "flink_sql"

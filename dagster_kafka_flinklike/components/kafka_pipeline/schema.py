@@ -8,6 +8,7 @@ number is milliseconds).
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from dagster import (
     WeeklyPartitionsDefinition,
 )
 from dagster.components import Model
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ... import checks as kafka_checks
 from ...errors import KafkaOptionsError
@@ -115,9 +116,33 @@ class TableModel(Model):
         return self
 
 
-class _CheckModel(Model):
+def dagster_name(value: str | None) -> str | None:
+    """``value`` when Dagster takes it as a name (of an asset, a check, a sensor: ASCII
+    letters, digits and '_').
+
+    Raises:
+        ValueError: it does not.
+    """
+    if value is not None and not re.fullmatch(r"[A-Za-z0-9_]+", value):
+        raise ValueError(
+            f"{value[:80]!r} is not a name Dagster takes: use ASCII letters, digits and '_'"
+        )
+    return value
+
+
+class _Named(Model):
+    """A model whose ``name`` becomes a Dagster name: refused at load when Dagster would."""
+
+    @field_validator("name", check_fields=False)
+    @classmethod
+    def _dagster_name(cls, value: str | None) -> str | None:
+        return dagster_name(value)
+
+
+class _CheckModel(_Named):
     name: str | None = Field(
-        default=None, description="The check's name on the asset (default: kafka_<check>)."
+        default=None,
+        description="The check's name on the asset (default: kafka_<check>).",
     )
     severity: Literal["ERROR", "WARN"] = Field(
         default="ERROR", description="Severity of a failed result."
@@ -268,7 +293,7 @@ class BackfillPolicyModel(Model):
         return BackfillPolicy.multi_run(max_partitions_per_run=self.max_partitions_per_run)
 
 
-class NewDataSensorModel(Model):
+class NewDataSensorModel(_Named):
     """A sensor that requests a run when the asset's sources have new data."""
 
     min_pending_records: int = Field(default=1, description="Request a run at this many records.")
@@ -308,7 +333,7 @@ class SensorsModel(Model):
         return DefaultSensorStatus(self.default_status.upper())
 
 
-class AssetModel(Model):
+class AssetModel(_Named):
     """One entry of ``assets``: a Spark SQL query over the tables, or Flink SQL inserts.
 
     A query entry gives ``query``, ``sources`` and ``sink`` (``name``, ``checks``,
