@@ -22,8 +22,8 @@ from tests.fuzz.loaders import IngestionYaml, check_one
 from tests.fuzz.mutate import case_random, mutate_bytes, mutate_text
 from tests.unit.test_loaders_fuzz import MARK
 
-#: Inputs per target here (the Component's and the C modules' cost the most per input).
-SIZES = {"component": 30, "native": 200}
+#: Inputs per target here (the C modules cost the most per input).
+SIZES = {"native": 200}
 
 
 def _run(target: Target, inputs: int, tmp_path: Path) -> tuple[Counts, str]:
