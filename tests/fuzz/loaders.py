@@ -407,6 +407,23 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+def _dump(data: Any) -> str:
+    """``data`` as YAML text; PyYAML's own emitter for text libyaml cannot encode (a lone
+    surrogate), which the pure-Python one writes as it is."""
+    try:
+        return yaml.dump(data, Dumper=_DUMPER, allow_unicode=True)
+    except UnicodeEncodeError:
+        return yaml.safe_dump(data, allow_unicode=True)
+
+
+def _load(text: str) -> Any:
+    """``text`` parsed; PyYAML's own parser for text libyaml cannot take (a lone surrogate)."""
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except UnicodeEncodeError:
+        return yaml.safe_load(text)
+
+
 class ComponentYaml(Target):
     """``KafkaPipelineComponent``: its YAML attributes resolved (Dagster's schema) and built
     into definitions, over edited YAML text and restructured attributes. Text that is no YAML
@@ -425,7 +442,7 @@ class ComponentYaml(Target):
             return mutate_text(rng, self.text, (*TEXT_TOKENS, *SPECIAL), (self.text,), SECRET)
         data = restructure(rng, ATTRIBUTES, _COMPONENT_KEYS)
         try:
-            return yaml.dump(data, Dumper=_DUMPER, allow_unicode=True)
+            return _dump(data)
         except yaml.YAMLError:
             return self.text
 
@@ -438,7 +455,7 @@ class ComponentYaml(Target):
                 counts.add("templates")
                 continue
             try:
-                data = yaml.load(text, Loader=_LOADER)
+                data = _load(text)
             except (yaml.YAMLError, ValueError, RecursionError):
                 data = None
             if not isinstance(data, dict):
