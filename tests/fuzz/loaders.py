@@ -402,6 +402,18 @@ def _templated(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
 
+def _holds_template(data: Any) -> bool:
+    """Whether parsed YAML holds a text Dagster renders as a template, in a key or a value; a
+    ``!!binary`` value counts as the text its bytes become (``!!binary AXt7`` is ``\\x01{{``)."""
+    if isinstance(data, dict):
+        return any(_holds_template(k) or _holds_template(v) for k, v in data.items())
+    if isinstance(data, list):
+        return any(_holds_template(item) for item in data)
+    if isinstance(data, bytes):
+        return _templated(data.decode("utf-8", "ignore"))
+    return isinstance(data, str) and _templated(data)
+
+
 # libyaml where PyYAML has it (the same documents, an order of magnitude faster).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -460,6 +472,9 @@ class ComponentYaml(Target):
                 data = None
             if not isinstance(data, dict):
                 counts.add("not_a_mapping")
+                continue
+            if _holds_template(data):
+                counts.add("templates")
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

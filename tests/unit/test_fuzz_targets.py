@@ -18,7 +18,7 @@ from tests.fuzz import DECODERS, TARGETS, make_target
 from tests.fuzz.__main__ import main
 from tests.fuzz.decoders import Decoders
 from tests.fuzz.harness import Counts, Finding, Target, read_failure, replay, run_target
-from tests.fuzz.loaders import IngestionYaml, check_one
+from tests.fuzz.loaders import ComponentYaml, IngestionYaml, check_one
 from tests.fuzz.mutate import case_random, mutate_bytes, mutate_text
 from tests.unit.test_loaders_fuzz import MARK
 
@@ -102,6 +102,24 @@ def test_a_foreign_exception_and_a_secret_in_a_message_are_failures(tmp_path: Pa
     assert (name, seed) == ("ingestion", 7)
     assert case == IngestionYaml().case(case_random(7, "ingestion", index))
     assert replay(_Broken(), seed, index, case)  # it fails again
+
+
+def test_a_template_in_a_binary_value_is_dagsters_to_render_not_the_components() -> None:
+    # Found by the campaign: ``!!binary AXt7`` is the bytes ``\\x01{{``, which the schema takes
+    # as text and Dagster renders as a template (Jinja's syntax error, Dagster's own); the
+    # component never sees it, as with a template written as text.
+    import yaml
+
+    target = ComponentYaml()
+    data = yaml.safe_load(target.text)
+    plain = yaml.safe_dump(data)
+    data["tables"]["orders"]["options"]["format"] = b"\x01{{"
+    binary = yaml.safe_dump(data)
+    assert "!!binary" in binary and "{{" not in binary
+    counts = Counts()
+    assert target.check([binary, plain], counts) == []
+    assert counts.extra == {"templates": 1}
+    assert counts.refused == 0  # the plain attributes build
 
 
 def test_a_decoder_that_decodes_and_fails_a_record_is_caught(tmp_path: Path) -> None:
