@@ -35,7 +35,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -486,7 +486,8 @@ def native_share(spark: SparkSession, spec: Any, splits: Sequence[Any]) -> float
 @dataclass
 class ShapeResult:
     """What one shape measured: records/s of both sides per round, the mean value size, the
-    native share, and why the rows differ (None when they are the same)."""
+    native share, why the rows differ (None when they are the same), and the CPU per record of
+    each side's cheapest round by process kind (:func:`cpu_split`)."""
 
     name: str
     ours_rps: list[float]
@@ -494,6 +495,18 @@ class ShapeResult:
     value_bytes: float
     native: float
     differs: str | None
+    cpu_us: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def cpu_split(run: bench.SparkRun, records: int) -> dict[str, float]:
+    """CPU µs per record of one run: the Spark JVM (of it the JIT compiler) and the Python
+    workers; where a shape's time goes (the reading tasks' decoding is Python workers' time,
+    Arrow to rows and Spark's expressions the JVM's)."""
+    return {
+        "spark_jvm": round(run.jvm_cpu / records * 1e6, 2),
+        "spark_jvm_jit": round(run.jit_cpu / records * 1e6, 2),
+        "spark_python_workers": round(run.python_cpu / records * 1e6, 2),
+    }
 
 
 def _compare(spark: SparkSession, spec: Any, query: bench.SparkQuery) -> tuple[str | None, float]:
@@ -555,20 +568,29 @@ def measure_shape(
         if differs:
             common.log(f"  shape {shape.name}: ROWS DIFFER: {differs}")
         ours_rps, spark_rps = [], []
+        ours_runs, spark_runs = [], []
         for attempt in range(1, repeats + 1):
             ours = bench.json_step(spark, spec, records, clean=False)
             theirs = bench.timed_noop_write(spark, bench.spark_kafka_frame(spark, spec, query))
+            ours_runs.append(ours)
+            spark_runs.append(theirs)
             ours_rps.append(records / ours.seconds)
             spark_rps.append(records / theirs.seconds)
+            split = cpu_split(ours, records)
             common.log(
                 f"  {shape.name} ({attempt}/{repeats}): JSON step {ours_rps[-1]:,.0f} records/s "
-                f"({ours.cpu / records * 1e6:.2f} CPU µs/record), Spark's source + query "
+                f"({ours.cpu / records * 1e6:.2f} CPU µs/record: JVM {split['spark_jvm']}, "
+                f"Python workers {split['spark_python_workers']}), Spark's source + query "
                 f"{spark_rps[-1]:,.0f} ({theirs.cpu / records * 1e6:.2f}): "
                 f"{ours_rps[-1] / spark_rps[-1]:.2f}x"
             )
     finally:
         common.delete_topic(bootstrap, topic)
-    return ShapeResult(shape.name, ours_rps, spark_rps, value_bytes, native, differs)
+    cpu_us = {
+        "json_step": cpu_split(min(ours_runs, key=lambda run: run.cpu), records),
+        "spark": cpu_split(min(spark_runs, key=lambda run: run.cpu), records),
+    }
+    return ShapeResult(shape.name, ours_rps, spark_rps, value_bytes, native, differs, cpu_us)
 
 
 def measure_shapes(
@@ -619,6 +641,7 @@ def shape_summary(results: Sequence[ShapeResult], records: int) -> dict[str, Any
         out[f"spark_rps_{r.name}"] = round(max(r.spark_rps))
         out[f"shape_bytes_{r.name}"] = round(r.value_bytes, 1)
         out[f"shape_native_share_{r.name}"] = r.native
+        out[f"shape_cpu_us_{r.name}"] = r.cpu_us
     out["ratio_json_step_vs_spark_min"] = min(
         out[f"ratio_json_step_vs_spark_{r.name}"] for r in results
     )
