@@ -403,11 +403,12 @@ def _templated(text: str) -> bool:
 
 
 def _holds_template(data: Any) -> bool:
-    """Whether parsed YAML holds a text Dagster renders as a template, in a key or a value; a
+    """Whether parsed YAML holds a text Dagster renders as a template, in a key or a value
+    (Dagster renders the parsed values, not the YAML text: a template in a comment is none); a
     ``!!binary`` value counts as the text its bytes become (``!!binary AXt7`` is ``\\x01{{``)."""
     if isinstance(data, dict):
         return any(_holds_template(k) or _holds_template(v) for k, v in data.items())
-    if isinstance(data, list):
+    if isinstance(data, (list, tuple)):  # (``!!omap`` and ``!!pairs`` give tuples)
         return any(_holds_template(item) for item in data)
     if isinstance(data, bytes):
         return _templated(data.decode("utf-8", "ignore"))
@@ -440,7 +441,8 @@ class ComponentYaml(Target):
     """``KafkaPipelineComponent``: its YAML attributes resolved (Dagster's schema) and built
     into definitions, over edited YAML text and restructured attributes. Text that is no YAML
     mapping is Dagster's loader's to refuse before the component sees it, and a Jinja template
-    is Dagster's to render: both are counted (``not_a_mapping``, ``templates``), not run."""
+    among the parsed keys and values is Dagster's to render: both are counted
+    (``not_a_mapping``, ``templates``), not run."""
 
     name = "component"
     batch = 50
@@ -463,9 +465,6 @@ class ComponentYaml(Target):
 
         findings = []
         for i, text in enumerate(cases):
-            if _templated(text):
-                counts.add("templates")
-                continue
             try:
                 data = _load(text)
             except (yaml.YAMLError, ValueError, RecursionError):

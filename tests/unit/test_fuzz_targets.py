@@ -104,7 +104,7 @@ def test_a_foreign_exception_and_a_secret_in_a_message_are_failures(tmp_path: Pa
     assert replay(_Broken(), seed, index, case)  # it fails again
 
 
-def test_a_template_in_a_binary_value_is_dagsters_to_render_not_the_components() -> None:
+def test_a_template_in_a_binary_value_is_dagsters_to_render_and_one_in_a_comment_is_none() -> None:
     # Found by the campaign: ``!!binary AXt7`` is the bytes ``\\x01{{``, which the schema takes
     # as text and Dagster renders as a template (Jinja's syntax error, Dagster's own); the
     # component never sees it, as with a template written as text.
@@ -116,10 +116,11 @@ def test_a_template_in_a_binary_value_is_dagsters_to_render_not_the_components()
     data["tables"]["orders"]["options"]["format"] = b"\x01{{"
     binary = yaml.safe_dump(data)
     assert "!!binary" in binary and "{{" not in binary
+    commented = plain + "# {{ a comment, which Dagster does not render }}\n"
     counts = Counts()
-    assert target.check([binary, plain], counts) == []
+    assert target.check([binary, plain, commented], counts) == []
     assert counts.extra == {"templates": 1}
-    assert counts.refused == 0  # the plain attributes build
+    assert counts.refused == 0  # the plain attributes build, with the comment too
 
 
 def test_a_decoder_that_decodes_and_fails_a_record_is_caught(tmp_path: Path) -> None:
