@@ -212,6 +212,16 @@ class SparkRun:
         """CPU seconds of the Spark JVM and the Python workers together."""
         return self.jvm_cpu + self.python_cpu
 
+    def cpu_us(self, records: int) -> dict[str, float]:
+        """CPU µs per record by process kind: the Spark JVM (of it the JIT compiler) and the
+        Python workers (the reading tasks' native decoding is the workers' time, Arrow to rows
+        and Spark's expressions the JVM's)."""
+        return {
+            "spark_jvm": round(self.jvm_cpu / records * 1e6, 2),
+            "spark_jvm_jit": round(self.jit_cpu / records * 1e6, 2),
+            "spark_python_workers": round(self.python_cpu / records * 1e6, 2),
+        }
+
 
 def timed_noop_write(spark: SparkSession, df: DataFrame) -> SparkRun:
     """Write ``df`` to the no-op sink: seconds, row count, and the CPU the Spark JVM and Python
@@ -758,12 +768,7 @@ def summarize(runs: Runs, records: int, rss: dict[str, float]) -> dict[str, Any]
         ("protobuf", "reader_protobuf"),
     ):
         spark = min((r[3] for r in runs[name] if r[3] is not None), key=lambda run: run.cpu)
-        by_process[key] = {
-            "spark_jvm": round(spark.jvm_cpu / records * 1e6, 2),
-            "spark_jvm_jit": round(spark.jit_cpu / records * 1e6, 2),
-            "spark_python_workers": round(spark.python_cpu / records * 1e6, 2),
-            "new_python_workers": spark.new_workers,
-        }
+        by_process[key] = {**spark.cpu_us(records), "new_python_workers": spark.new_workers}
     decode_shares = [1 - j / f for j, f in zip(rps["json"], rps["fields"], strict=True)]
     return {
         "raw_loop_rps": round(best["raw"]),

@@ -487,7 +487,7 @@ def native_share(spark: SparkSession, spec: Any, splits: Sequence[Any]) -> float
 class ShapeResult:
     """What one shape measured: records/s of both sides per round, the mean value size, the
     native share, why the rows differ (None when they are the same), and the CPU per record of
-    each side's cheapest round by process kind (:func:`cpu_split`)."""
+    each side's cheapest round by process kind (:meth:`read_bench.SparkRun.cpu_us`)."""
 
     name: str
     ours_rps: list[float]
@@ -496,17 +496,6 @@ class ShapeResult:
     native: float
     differs: str | None
     cpu_us: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-def cpu_split(run: bench.SparkRun, records: int) -> dict[str, float]:
-    """CPU µs per record of one run: the Spark JVM (of it the JIT compiler) and the Python
-    workers; where a shape's time goes (the reading tasks' decoding is Python workers' time,
-    Arrow to rows and Spark's expressions the JVM's)."""
-    return {
-        "spark_jvm": round(run.jvm_cpu / records * 1e6, 2),
-        "spark_jvm_jit": round(run.jit_cpu / records * 1e6, 2),
-        "spark_python_workers": round(run.python_cpu / records * 1e6, 2),
-    }
 
 
 def _compare(spark: SparkSession, spec: Any, query: bench.SparkQuery) -> tuple[str | None, float]:
@@ -576,7 +565,7 @@ def measure_shape(
             spark_runs.append(theirs)
             ours_rps.append(records / ours.seconds)
             spark_rps.append(records / theirs.seconds)
-            split = cpu_split(ours, records)
+            split = ours.cpu_us(records)
             common.log(
                 f"  {shape.name} ({attempt}/{repeats}): JSON step {ours_rps[-1]:,.0f} records/s "
                 f"({ours.cpu / records * 1e6:.2f} CPU µs/record: JVM {split['spark_jvm']}, "
@@ -587,8 +576,8 @@ def measure_shape(
     finally:
         common.delete_topic(bootstrap, topic)
     cpu_us = {
-        "json_step": cpu_split(min(ours_runs, key=lambda run: run.cpu), records),
-        "spark": cpu_split(min(spark_runs, key=lambda run: run.cpu), records),
+        "json_step": min(ours_runs, key=lambda run: run.cpu).cpu_us(records),
+        "spark": min(spark_runs, key=lambda run: run.cpu).cpu_us(records),
     }
     return ShapeResult(shape.name, ours_rps, spark_rps, value_bytes, native, differs, cpu_us)
 
