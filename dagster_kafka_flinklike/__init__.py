@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
         KafkaTableSpec,
         StartupMode,
         TransactionNamingStrategy,
+        TransactionScope,
         ValueFieldsInclude,
     )
     from .resources import KafkaResource
@@ -115,6 +116,7 @@ _EXPORTS = {
     "TransactionError": ".errors",
     "TransactionTimeoutCheck": ".checks",
     "TransactionNamingStrategy": ".options",
+    "TransactionScope": ".options",
     "ValueFieldsInclude": ".options",
     "build_kafka_asset_checks": ".checks",
     "build_kafka_discovery_sensor": ".sensors",
@@ -177,6 +179,7 @@ __all__ = [
     "StreamingRun",
     "TransactionError",
     "TransactionNamingStrategy",
+    "TransactionScope",
     "TransactionTimeoutCheck",
     "ValueFieldsInclude",
     "__version__",

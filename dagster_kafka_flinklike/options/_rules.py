@@ -263,7 +263,8 @@ def sink_rules(
             f"{INCREMENTING_REASON}. Remove the option or set it to 'POOLING'.",
             keys=("sink.transaction-naming-strategy",),
         )
-    for key in ("sink.transactional-id-prefix", "sink.transaction-naming-strategy"):
+    keys = ("sink.transactional-id-prefix", "sink.transaction-naming-strategy")
+    for key in (*keys, "sink.transaction-scope"):
         if key in opts and not exactly_once:
             warn(
                 f"Option '{key}' has no effect: only an exactly-once sink opens transactions, "

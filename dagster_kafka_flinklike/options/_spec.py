@@ -31,6 +31,7 @@ from ._table import (
     DeliveryGuarantee,
     StartupMode,
     TransactionNamingStrategy,
+    TransactionScope,
     ValueFieldsInclude,
     find_option,
     parse_bool,
@@ -142,6 +143,7 @@ class KafkaTableSpec:
     transactional_id_prefix: str | None
     sink_parallelism: int | None
     transaction_naming_strategy: TransactionNamingStrategy
+    transaction_scope: TransactionScope
     scan_parallelism: int | None
     ignore_errors: bool
     error_tolerance_max_count: int
@@ -350,6 +352,7 @@ class KafkaTableSpec:
             transactional_id_prefix=parsed["sink.transactional-id-prefix"],
             sink_parallelism=parsed["sink.parallelism"],
             transaction_naming_strategy=parsed["sink.transaction-naming-strategy"],
+            transaction_scope=parsed["sink.transaction-scope"],
             scan_parallelism=parsed["scan.parallelism"],
             ignore_errors=parsed["ingestion.ignore-errors"],
             error_tolerance_max_count=max_count,

@@ -63,6 +63,19 @@ class TransactionNamingStrategy(StrEnum):
     POOLING = "POOLING"
 
 
+class TransactionScope(StrEnum):
+    """``sink.transaction-scope``: what one exactly-once transaction holds.
+
+    ``run``: the whole run's output, produced by one producer in the driver (all or nothing).
+    ``split``: one source partition's output, produced by the task that reads it, so writers
+    run in parallel; the driver still decides for all of them at once, and a broker fault during
+    the commits may leave some splits committed before the run writes the rest again.
+    """
+
+    RUN = "run"
+    SPLIT = "split"
+
+
 class ValueFieldsInclude(StrEnum):
     """``value.fields-include``: whether key fields are also written into the value."""
 
@@ -302,6 +315,12 @@ OPTIONS: tuple[ConfigOption, ...] = (
          "How exactly-once names its transactions: POOLING reuses one stable id per asset, so "
          "ids do not grow with the runs. INCREMENTING is refused (see Departures).",
          parse=parse_enum(TransactionNamingStrategy), **_SNK),
+    _opt("sink.transaction-scope", "Enum", "run",
+         "Exactly-once: 'run' commits the whole run in one transaction from the driver; 'split' "
+         "gives each source partition's writing task its own transaction (parallel writers, "
+         "decided together by the driver; a broker fault between commits can leave part "
+         "committed until the run writes the rest).",
+         parse=parse_enum(TransactionScope), **_SNK),
     _opt("sink.parallelism", "Integer", None, "Number of Spark tasks that write.",
          parse=parse_int, **_SNK),
     _opt("sink.buffer-flush.max-rows", "Integer", "0",

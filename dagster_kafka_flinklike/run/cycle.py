@@ -9,6 +9,7 @@ previous one in place.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import KafkaConnectorError, KafkaOptionsError
 from ..options import KafkaTableSpec
 from ..sink.partitioners import SinkPartitioner
+from ..sink.split_transactions import SplitTransactions
 from ..sink.transactional import TransactionalSink, TransactionResult
 from ..sink.writer import WriteResult
 from ..source.admin import KafkaAdmin
@@ -42,10 +44,14 @@ from .windows import (
 )
 from .write import (
     is_exactly_once,
+    open_split_transactions,
     open_transaction,
+    refuse_splits,
     write_dead_letters,
+    write_splits,
     write_table,
     write_topics,
+    writes_splits,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,6 +144,8 @@ class StreamingRun:
     sources: dict[str, SourceRead] = field(default_factory=dict)
     write_result: WriteResult | None = None
     transaction: TransactionalSink | None = None
+    #: The sink's writer with a transaction per source split (``sink.transaction-scope``).
+    split_writer: SplitTransactions | None = None
     started: float = field(default_factory=time.monotonic)
     _sink_table: ResolvedTable | None = field(default=None, init=False, repr=False)
     _gated: bool = field(default=False, init=False, repr=False)
@@ -174,10 +182,19 @@ class StreamingRun:
     def begin(self) -> None:
         """Prepare the sink before anything is read: under exactly-once, fence the previous run
         of the asset (``init_transactions``), so the offsets read next are final."""
-        if self.sink is None or self.transaction is not None:
+        if self.sink is None or self.transaction is not None or self.split_writer is not None:
             return
         table = self.resolve(self.sink, self.asset_name)
-        if is_exactly_once(table):
+        if writes_splits(table):
+            if self.replaying:
+                raise refuse_splits(
+                    "a run over time windows or offset batches records no progress, so its "
+                    "output must commit all at once"
+                )
+            self.split_writer = open_split_transactions(
+                table, self.asset_name, self.clients, self.log
+            )
+        elif is_exactly_once(table):
             self.transaction = open_transaction(table, self.asset_name, self.clients, self.log)
 
     def read(self, name: str, spec: KafkaTableSpec, decode: Decoder | None = None) -> DataFrame:
@@ -192,6 +209,15 @@ class StreamingRun:
         table = self.resolve(spec, name)
         admin = self.clients.admin(table)
         min_splits = read_min_splits(table.spec, self.min_splits)
+        max_records_per_split = self.max_records_per_split
+        if self.split_writer is not None:  # a split is a whole partition's range: never cut
+            if min_splits is not None:
+                self.log.warning(
+                    f"Source {name}: read with one task per partition, not at least "
+                    f"{min_splits} tasks: under 'sink.transaction-scope' = 'split' each "
+                    f"partition's range is one split, never cut."
+                )
+            min_splits, max_records_per_split = None, sys.maxsize
         if self.ranges is not None:
             plan = replay_plan(
                 table,
@@ -205,9 +231,9 @@ class StreamingRun:
                 table,
                 admin,
                 None if self.replaying else self.checkpoint,
-                transaction=None if self.replaying else self.transaction,
+                transaction=None if self.replaying else (self.transaction or self.split_writer),
                 sink=self._sink_table,
-                max_records_per_split=self.max_records_per_split,
+                max_records_per_split=max_records_per_split,
                 min_splits=min_splits,
             )
         notes = dict(plan.resets)
@@ -309,6 +335,11 @@ class StreamingRun:
                 "Nothing was committed (the transaction is aborted) and the checkpoint did not "
                 "advance."
             )
+        if self.split_writer is not None:
+            return (
+                "Nothing was committed (every split's transaction is aborted) and the "
+                "checkpoint did not advance."
+            )
         if self.write_result is not None:
             return (
                 f"The checkpoint did not advance; the clean records were written and stay "
@@ -341,6 +372,9 @@ class StreamingRun:
         if spec is self.sink:
             self.begin()
         table = self.resolve(spec, self.asset_name if spec is self.sink else None, writing=True)
+        if spec is self.sink and self.split_writer is not None:
+            self.write_result = self._write_splits(table, frame, self.split_writer)
+            return self.write_result
         transaction = self.transaction if spec is self.sink else None
         self.write_result = write_table(
             table,
@@ -357,6 +391,30 @@ class StreamingRun:
             self._forget_written_dead_letters()
         return self.write_result
 
+    def _write_splits(
+        self, table: ResolvedTable, frame: DataFrame, writer: SplitTransactions
+    ) -> WriteResult:
+        """Write the run's one source with a transaction per split; the dirty-data policy and
+        the gate decide once every split is prepared (a refusal aborts them all)."""
+        if len(self.sources) != 1:
+            raise refuse_splits(
+                f"it reads {len(self.sources)} sources; a split's transaction carries one "
+                f"source partition's progress"
+            )
+        (read,) = self.sources.values()
+        if read.table.spec.dead_letter_topic:
+            raise refuse_splits(
+                f"source {read.table.name!r} writes dead letters "
+                f"('ingestion.dead-letter.topic'), which this scope does not yet commit with "
+                f"the splits' transactions"
+            )
+
+        def decide() -> None:
+            self._apply_dirty_data_policy()
+            self._decide()
+
+        return write_splits(table, frame, writer, list(read.plan.splits), decide)
+
     def write_topics(
         self, outputs: Sequence[tuple[str, DataFrame, SinkPartitioner]]
     ) -> WriteResult:
@@ -371,6 +429,8 @@ class StreamingRun:
         if self.sink is None:
             raise KafkaOptionsError("write_topics needs the run's sink table (its client).")
         self.begin()
+        if self.split_writer is not None:
+            raise refuse_splits("it writes several topics, which commit together")
         table = self.resolve(self.sink, self.asset_name)
         self.write_result = write_topics(
             table,
@@ -417,9 +477,11 @@ class StreamingRun:
                 read.table.name,
                 read.admin,
                 read.plan.stops,
-                commit=self.transaction is None
-                and read.table.commit_offsets
-                and not self.replaying,
+                commit=not self.replaying
+                and (
+                    self.split_writer is not None  # the progress group alone is not enough
+                    or (self.transaction is None and read.table.commit_offsets)
+                ),
                 log=self.log,
             )
         if self.replaying:
@@ -441,6 +503,8 @@ class StreamingRun:
         finally:
             if self.transaction is not None:
                 self.transaction.close()
+            if self.split_writer is not None:
+                self.split_writer.close()
 
     def metadata(self) -> dict[str, Any]:
         """The run's metrics under their Flink names (:mod:`.metrics`), for metadata.

@@ -9,15 +9,26 @@ functions to see what a run would read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from ..errors import KafkaOptionsError
 from ..options import KafkaTableSpec
-from ..sink.transactional import TransactionalSink
 from ..source.admin import KafkaAdmin
 from ..source.enumerator import DEFAULT_MAX_RECORDS_PER_SPLIT, SourcePlan, plan_source
 from ..source.offsets import TopicPartition
 from ..state.checkpoint import OffsetsCheckpoint
 from .tables import ResolvedTable
+
+
+class OffsetsAuthority(Protocol):
+    """An exactly-once writer, which knows where each source partition resumes (once it has
+    fenced what an earlier run may have left open)."""
+
+    def committed_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The offsets each partition resumes from (absent: none committed)."""
+        ...  # pragma: no cover
 
 
 def subscribed_partitions(table: ResolvedTable, admin: KafkaAdmin) -> list[TopicPartition]:
@@ -49,7 +60,7 @@ def previous_offsets(
     partitions: Sequence[TopicPartition],
     checkpoint: OffsetsCheckpoint | None,
     *,
-    transaction: TransactionalSink | None = None,
+    transaction: OffsetsAuthority | None = None,
     sink: ResolvedTable | None = None,
 ) -> dict[TopicPartition, int] | None:
     """Where the source resumes: Kafka's committed group offsets under exactly-once (they are
@@ -85,7 +96,7 @@ def plan_table(
     admin: KafkaAdmin,
     checkpoint: OffsetsCheckpoint | None,
     *,
-    transaction: TransactionalSink | None = None,
+    transaction: OffsetsAuthority | None = None,
     sink: ResolvedTable | None = None,
     max_records_per_split: int = DEFAULT_MAX_RECORDS_PER_SPLIT,
     min_splits: int | None = None,

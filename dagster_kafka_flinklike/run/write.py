@@ -12,11 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
-from ..options import DeliveryGuarantee
+from ..options import DeliveryGuarantee, TransactionScope
 from ..sink.partitioners import SinkPartitioner
-from ..sink.serializer import serialize
+from ..sink.serializer import SEQUENCE, serialize
+from ..sink.split_transactions import SplitTransactions
 from ..sink.transactional import TransactionalSink, transactional_id
 from ..sink.writer import WriteResult, distribute, plan_partitioner, write
+from ..source.enumerator import KafkaSplit
 from ..source.offsets import TopicPartition
 from .dirty import DirtyData
 from .tables import KafkaClients, ResolvedTable
@@ -28,6 +30,27 @@ if TYPE_CHECKING:  # pragma: no cover
 def is_exactly_once(table: ResolvedTable | None) -> bool:
     """Whether ``table`` is a sink that commits output and source offsets in one transaction."""
     return table is not None and table.spec.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
+
+
+def writes_splits(table: ResolvedTable | None) -> bool:
+    """Whether ``table`` is an exactly-once sink with a transaction per source split."""
+    return (
+        is_exactly_once(table)
+        and table is not None
+        and (table.spec.transaction_scope == TransactionScope.SPLIT)
+    )
+
+
+#: What every refusal of the split scope ends with: the way out.
+_USE_RUN_SCOPE = "Remove 'sink.transaction-scope' (or set it to 'run') for this sink."
+
+
+def refuse_splits(reason: str) -> KafkaOptionsError:
+    """The error for a run the split scope cannot write, with ``reason``."""
+    return KafkaOptionsError(
+        f"'sink.transaction-scope' = 'split' cannot write this run: {reason}. {_USE_RUN_SCOPE}",
+        keys=("sink.transaction-scope",),
+    )
 
 
 def sink_partitioner(table: ResolvedTable, clients: KafkaClients) -> SinkPartitioner:
@@ -66,6 +89,83 @@ def open_transaction(
     )
     transaction.begin()
     return transaction
+
+
+def open_split_transactions(
+    sink: ResolvedTable, asset_name: str | None, clients: KafkaClients, log: logging.Logger | Any
+) -> SplitTransactions:
+    """The split-scope exactly-once writer of the asset's sink, its timeout checked against
+    the brokers (its ids are fenced when the sources are planned).
+
+    Raises:
+        KafkaOptionsError: no asset name, or ``transaction.timeout.ms`` above the brokers' max.
+    """
+    if not asset_name:
+        raise KafkaOptionsError("An exactly-once sink needs the asset's name.")
+    writer = SplitTransactions(
+        sink.topic,
+        sink.producer,
+        sink.spec.transactional_id_prefix or "",
+        asset_name,
+        partitioner=sink_partitioner(sink, clients),
+        consumer=sink.consumer,
+        admin=clients.admin(sink),
+        log=log,
+    )
+    writer.begin()
+    return writer
+
+
+#: Operators of a physical plan that move rows between partitions (a broadcast does not: the
+#: streamed side keeps its partitions).
+_MOVES_ROWS = ("Exchange", "Union", "Coalesce")
+
+
+def check_split_plan(encoded: DataFrame) -> None:
+    """Refuse output whose partitions are not the source's splits: the split scope commits
+    each split's output with its source offsets, so a task must write exactly the rows of the
+    split it read (no shuffle, union or coalesce between the read and the write).
+
+    Raises:
+        KafkaOptionsError: the plan moves rows between partitions (the operator named).
+    """
+    from .._sessions import is_connect
+
+    if is_connect(encoded.sparkSession):
+        text = encoded._explain_string(mode="simple")  # type: ignore[operator]
+    else:
+        text = str(encoded._jdf.queryExecution().executedPlan().toString())
+    for line in text.splitlines():
+        moved = [op for op in _MOVES_ROWS if op in line and "BroadcastExchange" not in line]
+        if moved:
+            raise refuse_splits(
+                f"its query moves rows between partitions ({line.strip()[:120]!r}), so a "
+                f"writing task's rows are not one source split's (joins of two Kafka "
+                f"sources, aggregations, repartitioning and upsert-kafka changelogs write with "
+                f"one transaction per run)"
+            )
+
+
+def write_splits(
+    table: ResolvedTable,
+    frame: DataFrame,
+    writer: SplitTransactions,
+    splits: list[KafkaSplit],
+    decide: Callable[[], None],
+) -> WriteResult:
+    """Serialize ``frame`` (partition ``i`` from split ``i``) and write it with a transaction
+    per split; ``decide`` runs once every split is prepared and may raise to abort them all.
+
+    Raises:
+        KafkaOptionsError: the output's partitions are not the source's splits.
+        DeliveryError: a record was not delivered (nothing committed).
+        TransactionError: see :meth:`SplitTransactions.write`.
+    """
+    encoded = serialize(table.spec, frame)
+    if SEQUENCE in encoded.columns:
+        raise refuse_splits("an upsert-kafka changelog orders each key's changes over the run")
+    check_split_plan(encoded)
+    return writer.write(encoded, splits, decide)
 
 
 def write_table(

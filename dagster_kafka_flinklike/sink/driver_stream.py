@@ -257,7 +257,8 @@ class BatchServer:
         self._acceptor.join()
 
 
-def _driver_address(spark: Any) -> tuple[str, str]:
+def driver_address(spark: Any) -> tuple[str, str]:
+    """Where executors reach this process (host) and where it listens (bind address)."""
     from .._sessions import is_connect
 
     if is_connect(spark):
@@ -304,7 +305,7 @@ def driver_batches(
     from pyspark import InheritableThread, TaskContext
 
     spark = frame.sparkSession
-    host, bind = _driver_address(spark)
+    host, bind = driver_address(spark)
     server = BatchServer(host, bind)
     address, token = server.address, server.token
 

@@ -292,27 +292,10 @@ class TransactionalSink:
         (KIP-447), so offsets a still-committing transaction is about to replace are never
         returned. Partitions without a committed offset are absent.
         """
-        from confluent_kafka import KafkaException
-        from confluent_kafka import TopicPartition as CTopicPartition
-
         if not partitions:
             return {}
-        consumer = self._consumer(group_id)
-        deadline = time.monotonic() + max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
-        while True:
-            try:
-                found = consumer.committed(
-                    [CTopicPartition(t, p) for t, p in partitions], timeout=_REQUEST_TIMEOUT_S
-                )
-                break
-            except KafkaException as exc:
-                retriable = classify_kafka_error(exc) == KafkaErrorKind.RETRIABLE
-                if not retriable or time.monotonic() > deadline:
-                    raise TransactionError(
-                        f"Could not read the committed offsets of group {group_id!r}: {exc}"
-                    ) from exc
-                time.sleep(0.2)
-        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+        wait_s = max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
+        return stable_offsets(self._consumer(group_id), group_id, partitions, wait_s)
 
     # -- 3. produce and commit --------------------------------------------------------------
     def write(
@@ -625,6 +608,36 @@ class TransactionalSink:
                 release()
             except (KafkaException, SystemError) as exc:
                 self.log.debug(f"Transaction {self.transactional_id!r}: released with {exc}")
+
+
+def stable_offsets(
+    consumer: Any, group_id: str, partitions: Sequence[TopicPartition], wait_s: float
+) -> dict[TopicPartition, int]:
+    """``group_id``'s committed offsets through a read_committed ``consumer`` of that group:
+    require-stable (KIP-447), so an offset a still-committing transaction is about to replace
+    is waited out (up to ``wait_s``), never returned. Partitions without one are absent.
+
+    Raises:
+        TransactionError: the cluster did not answer within ``wait_s``.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            found = consumer.committed(
+                [CTopicPartition(t, p) for t, p in partitions], timeout=_REQUEST_TIMEOUT_S
+            )
+            break
+        except KafkaException as exc:
+            retriable = classify_kafka_error(exc) == KafkaErrorKind.RETRIABLE
+            if not retriable or time.monotonic() > deadline:
+                raise TransactionError(
+                    f"Could not read the committed offsets of group {group_id!r}: {exc}"
+                ) from exc
+            time.sleep(0.2)
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
 
 
 def _admin_client(client: Mapping[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from ..errors import (
     KafkaConnectorError,
     KafkaOptionsError,
     SchemaRegistryClientError,
+    TransactionError,
     classify_kafka_error,
     kafka_error_of,
 )
@@ -43,6 +44,7 @@ _HEAD_START_TIMEOUT_S = 5.0
 _TASK_ERRORS: dict[str, type[KafkaConnectorError]] = {
     "DeliveryError": DeliveryError,
     "KafkaOptionsError": KafkaOptionsError,
+    "TransactionError": TransactionError,
     "KafkaConnectorError": KafkaConnectorError,
 }
 _TASK_ERROR = re.compile(r"\b(" + "|".join(_TASK_ERRORS) + r"): (.+)")
@@ -448,7 +450,7 @@ def _write_task(
     )
 
 
-def _connector_error(exc: Exception) -> KafkaConnectorError | None:
+def connector_error(exc: Exception) -> KafkaConnectorError | None:
     """The connector error a Spark task raised, recovered from Spark's wrapping exception."""
     registry = SchemaRegistryClientError.raised_in_task(exc)  # e.g. decoding the written rows
     if registry is not None:
@@ -571,7 +573,7 @@ def write(
     try:
         rows = encoded.mapInArrow(task, _RESULT_SCHEMA).collect()
     except Exception as exc:  # Spark wraps what a task raised; surface the connector's error
-        error = _connector_error(exc)
+        error = connector_error(exc)
         if error is None:
             raise
         raise error from exc

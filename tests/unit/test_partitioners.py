@@ -17,7 +17,7 @@ from dagster_kafka_flinklike.sink.partitioners import (
     load_partitioner,
     murmur2,
 )
-from dagster_kafka_flinklike.sink.writer import _connector_error
+from dagster_kafka_flinklike.sink.writer import connector_error
 
 HERE = __name__
 
@@ -161,16 +161,16 @@ def test_a_task_error_is_recovered_from_sparks_wrapping_exception() -> None:
         "dagster_kafka_flinklike.errors.DeliveryError: 2 record(s) to topic 't' were not "
         "delivered: Broker: Message size too large.\n"
     )
-    error = _connector_error(wrapped)
+    error = connector_error(wrapped)
     assert isinstance(error, DeliveryError)
     assert str(error).startswith("2 record(s) to topic 't' were not delivered")
-    option = _connector_error(
+    option = connector_error(
         RuntimeError("x.KafkaOptionsError: Partitioner p ('sink.partitioner') returned 9")
     )
     assert isinstance(option, KafkaOptionsError) and option.keys == ("sink.partitioner",)
-    raised = _connector_error(
+    raised = connector_error(
         RuntimeError("[USER_RAISED_EXCEPTION] Column '__row_kind' holds 'X'. SQLSTATE: P0001")
     )
     assert type(raised) is KafkaConnectorError
     assert str(raised) == "Column '__row_kind' holds 'X'."
-    assert _connector_error(RuntimeError("something else")) is None
+    assert connector_error(RuntimeError("something else")) is None
