@@ -38,7 +38,15 @@ from typing import TYPE_CHECKING, Any
 from ..options import Column, FlinkType, spark_type
 from ._exact_json import ExactJson, node_mode
 from ._patterns import DATE, TIME, TIMESTAMP
-from ._scanners import TEXT_TYPES, scan_columns, scanned, scanner, struct_type
+from ._scanners import (
+    TEXT_TYPES,
+    scan_columns,
+    scanned,
+    scanned_tree,
+    scanner,
+    struct_type,
+    tree_columns,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -143,6 +151,8 @@ class NativeJson:
         self.rewrite = ExactJson(columns, mode) if rewritten else None
         #: The record scanner's columns, when it is built and the table is flat.
         self.scan_columns = None if node else scan_columns(columns, standard)
+        #: Its columns when the table has nested ones (rows, arrays, maps with text keys).
+        self.tree_columns = None if node else tree_columns(columns, standard)
         timestamp = TIMESTAMP[standard]
         self.patterns = {
             "DATE": DATE,
@@ -152,7 +162,7 @@ class NativeJson:
         }
 
     def __call__(self, values: pa.Array) -> pa.Array:
-        if self.scan_columns is not None:
+        if self.scan_columns is not None or self.tree_columns is not None:
             return self._scan(values)
         return self._arrow(values)
 
@@ -172,7 +182,12 @@ class NativeJson:
 
         n = len(values)
         try:
-            struct, decoded = scanned(values, self.arrow_type, scanner().scan, self.scan_columns)
+            if self.tree_columns is not None:
+                struct, decoded = scanned_tree(values, self.arrow_type, self.tree_columns, False)
+            else:
+                struct, decoded = scanned(
+                    values, self.arrow_type, scanner().scan, self.scan_columns
+                )
         except pa.ArrowException:  # never fail the reading task: decode per record
             return pa.nulls(n, self.arrow_type)
         if decoded.true_count == n:

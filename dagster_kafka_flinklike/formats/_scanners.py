@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..options import Column, spark_type
+from ..options import Column, FlinkType, spark_type
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -70,6 +70,100 @@ def scan_columns(columns: Sequence[Column], standard: str) -> tuple[ScanColumn, 
             scale = params[1] if len(params) > 1 else 0
         described.append((c.name.encode(), kind, precision, scale))
     return tuple(described)
+
+
+#: A scanner's description of a column that may be nested: a :data:`ScanColumn`, or name, kind
+#: (``R`` row, ``A`` array, ``M`` map), 0, 0 and the descriptions of its fields, its element, or
+#: its key and value.
+TreeColumn = tuple[Any, ...]
+#: The json scanner's limits on a nested table: nodes of its type tree, fields of a row.
+MAX_TREE_NODES = 1024
+
+
+def tree_columns(columns: Sequence[Column], standard: str) -> tuple[TreeColumn, ...] | None:
+    """The json scanner's description of a table's columns with nested ones among them (rows at
+    any depth, arrays, maps with text keys), or None when it cannot read them, the table is
+    flat (:func:`scan_columns` describes those) or the scanners are not built."""
+    if scanner() is None or not columns or len(columns) > MAX_COLUMNS:
+        return None
+    kinds = {**_KINDS, **_TIMESTAMPS[standard]}
+    nodes = [0]
+
+    def describe(name: str, t: FlinkType) -> TreeColumn | None:
+        nodes[0] += 1
+        if nodes[0] > MAX_TREE_NODES:
+            return None
+        encoded = name.encode("utf-8", "surrogatepass")
+        if t.name == "ROW":
+            if not t.children or len(t.children) > MAX_COLUMNS:
+                return None
+            fields = [describe(n, c) for n, c in zip(t.field_names, t.children, strict=True)]
+            return None if None in fields else (encoded, "R", 0, 0, tuple(fields))
+        if t.name in ("ARRAY", "MULTISET"):
+            element = describe("", t.children[0])
+            return None if element is None else (encoded, "A", 0, 0, (element,))
+        if t.name == "MAP":
+            key, value = t.children
+            described = describe("", value)
+            if key.name not in TEXT_TYPES or described is None:
+                return None
+            return (encoded, "M", 0, 0, ((b"", "s", 0, 0), described))
+        kind = kinds.get(t.name)
+        if kind is None:
+            return None
+        precision, scale = 0, 0
+        if kind == "m":
+            precision = t.params[0] if t.params else 10
+            scale = t.params[1] if len(t.params) > 1 else 0
+        return (encoded, kind, precision, scale)
+
+    if all(c.flink_type.name not in ("ROW", "ARRAY", "MULTISET", "MAP") for c in columns):
+        return None
+    described = [describe(c.name, c.flink_type) for c in columns]
+    return None if None in described else tuple(d for d in described if d is not None)
+
+
+def _tree_array(arrow_type: pa.DataType, result: tuple[int, Any, Any]) -> pa.Array:
+    """An Arrow array from a nested scan's result for one column (see ``scan_nested``)."""
+    import pyarrow as pa
+
+    count, parts, children = result
+    buffers = [pa.py_buffer(b) for b in parts]
+    if pa.types.is_struct(arrow_type):
+        arrays = [_tree_array(f.type, r) for f, r in zip(arrow_type, children, strict=True)]
+        return pa.Array.from_buffers(arrow_type, count, buffers, children=arrays)
+    if pa.types.is_map(arrow_type):
+        keys = _tree_array(arrow_type.key_type, children[0])
+        items = _tree_array(arrow_type.item_type, children[1])
+        entries = pa.StructArray.from_arrays(
+            [keys, items], fields=[arrow_type.key_field, arrow_type.item_field]
+        )
+        return pa.Array.from_buffers(arrow_type, count, buffers, children=[entries])
+    if pa.types.is_list(arrow_type):
+        element = _tree_array(arrow_type.value_type, children[0])
+        return pa.Array.from_buffers(arrow_type, count, buffers, children=[element])
+    return pa.Array.from_buffers(arrow_type, count, buffers)
+
+
+def scanned_tree(
+    values: pa.Array, arrow_type: pa.StructType, columns: tuple[TreeColumn, ...], node: bool
+) -> tuple[pa.StructArray, pa.BooleanArray]:
+    """The json scanner over ``values`` for a table with nested columns (``node``: as Flink's
+    node-based reading): the struct of ``arrow_type``, null where a record was left, and which
+    records it decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(values)
+    validity, offsets, data = values.buffers()
+    assert offsets is not None and data is not None
+    bitmap, results = scanner().scan_nested(
+        validity, offsets, data, values.offset, n, columns, node
+    )
+    decoded = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bitmap)])
+    arrays = [_tree_array(f.type, r) for f, r in zip(arrow_type, results, strict=True)]
+    struct = pa.StructArray.from_arrays(arrays, fields=list(arrow_type), mask=pc.invert(decoded))
+    return struct, decoded
 
 
 def struct_type(columns: Sequence[Column]) -> Any:

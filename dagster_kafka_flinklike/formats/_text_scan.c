@@ -1613,6 +1613,685 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 }
 
 /*
+ * json, nested: the same scanner over a table whose columns are rows (at any depth), arrays and
+ * maps with text keys, into the Arrow buffers of each column's tree. A row takes a JSON object
+ * (or null); its fields are found as the record's are (a declared field given twice, or a key
+ * with an escape, leaves the record; fields not declared are validated and skipped; a field the
+ * object lacks is null). An array takes a JSON array (or null), each element a value of its
+ * element type. A map takes a JSON object (or null): each key's unescaped text (a lone surrogate
+ * escape leaves the record) and its value; of a repeated key, every value must convert (as
+ * Flink converts every entry) and the last entry is kept, the map's entries in their order
+ * otherwise. Scalars are the flat scanner's kinds, with its rules. With `node_mode` (Flink's
+ * node-based reading, the changelog formats' envelopes), a number in a text position leaves
+ * the record (that reading writes numbers otherwise than as written).
+ *
+ * The tree's nodes (the root, a row of the table's columns, first) each write their slots
+ * (one per value, null or not) into growing buffers: validity bits, values (or, for text, the
+ * bytes and offsets; for arrays and maps, offsets into their children). A record left is undone
+ * by putting every node back to its slot count and text size before it.
+ */
+#define MAX_TREE_NODES 4096
+#define MAX_TREE_DEPTH 64
+#define MAX_ROW_FIELDS 64
+
+typedef struct {
+    Column col;             /* kind: a scalar kind, or 'R' row, 'A' array, 'M' map */
+    Py_ssize_t count;       /* slots written */
+    Py_ssize_t capacity;    /* slots the buffers hold */
+    int first, n_children;  /* children: the nodes kids[first], ..., kids[first + n - 1] */
+    int end;                /* the subtree is the nodes [this, end) (they are in preorder) */
+} Node;
+
+typedef struct {
+    Node *nodes;
+    int n_nodes;
+    int kids[MAX_TREE_NODES];
+    int n_kids;
+    Buffer marks;           /* a stack of (count, text size) pairs of nodes, to undo */
+    int node_mode;
+    int overflow;           /* a text or a child of more than 2^31 - 1 bytes or slots */
+} Tree;
+
+static inline int has_offsets(char kind) { return is_text(kind) || kind == 'A' || kind == 'M'; }
+
+/* Room for slot `slot` of n: 0, or -2 out of memory. New bytes are zero. */
+static int node_room(Node *n, Py_ssize_t slot) {
+    if (slot < n->capacity)
+        return 0;
+    Py_ssize_t capacity = n->capacity ? n->capacity : 64;
+    while (capacity <= slot)
+        capacity *= 2;
+    Py_ssize_t old_bits = (n->capacity + 7) / 8, bits = (capacity + 7) / 8;
+    uint8_t *valid = realloc(n->col.valid, (size_t)bits);
+    if (valid == NULL)
+        return -2;
+    memset(valid + old_bits, 0, (size_t)(bits - old_bits));
+    n->col.valid = valid;
+    char kind = n->col.kind;
+    if (kind == 'b' || n->col.width > 0) {
+        Py_ssize_t old = kind == 'b' ? old_bits : n->capacity * n->col.width;
+        Py_ssize_t size = kind == 'b' ? bits : capacity * n->col.width;
+        char *values = realloc(n->col.values, (size_t)size);
+        if (values == NULL)
+            return -2;
+        memset(values + old, 0, (size_t)(size - old));
+        n->col.values = values;
+    }
+    if (has_offsets(kind)) {
+        int32_t *offsets = realloc(n->col.offsets, sizeof(int32_t) * (size_t)(capacity + 1));
+        if (offsets == NULL)
+            return -2;
+        if (n->capacity == 0)
+            offsets[0] = 0;
+        n->col.offsets = offsets;
+    }
+    n->capacity = capacity;
+    return 0;
+}
+
+static inline Node *child(Tree *t, const Node *n, int k) { return &t->nodes[t->kids[n->first + k]]; }
+
+/* The end offset of slot `slot` (its children's count, or its text size): 0, or -1 beyond
+ * 2^31 - 1. */
+static inline int end_offset(Tree *t, Node *n, Py_ssize_t slot, Py_ssize_t end) {
+    if (end > INT32_MAX) {
+        t->overflow = 1;
+        return -1;
+    }
+    n->col.offsets[slot + 1] = (int32_t)end;
+    return 0;
+}
+
+/* A null slot (a row's: a null slot in each of its fields too). 0, -1, -2 out of memory. */
+static int append_null(Tree *t, Node *n) {
+    Py_ssize_t slot = n->count;
+    if (node_room(n, slot) < 0)
+        return -2;
+    clear_bit(n->col.valid, slot);
+    char kind = n->col.kind;
+    if (has_offsets(kind))
+        n->col.offsets[slot + 1] = n->col.offsets[slot];
+    if (kind == 'R') {
+        for (int k = 0; k < n->n_children; k++) {
+            int r = append_null(t, child(t, n, k));
+            if (r < 0)
+                return r;
+        }
+    }
+    n->count = slot + 1;
+    return 0;
+}
+
+/* Pushes the slot counts and text sizes of the nodes [from, to) onto the marks; returns where
+ * they start, or -2 out of memory. */
+static Py_ssize_t push_marks(Tree *t, int from, int to) {
+    Py_ssize_t base = t->marks.used;
+    if (reserve(&t->marks, (Py_ssize_t)sizeof(Py_ssize_t) * 2 * (to - from)) < 0)
+        return -2;
+    Py_ssize_t *m = (Py_ssize_t *)(t->marks.data + base);
+    for (int i = from; i < to; i++) {
+        *m++ = t->nodes[i].count;
+        *m++ = t->nodes[i].col.text.used;
+    }
+    t->marks.used += (Py_ssize_t)sizeof(Py_ssize_t) * 2 * (to - from);
+    return base;
+}
+
+/* Puts the nodes [from, to) back to the marks at `base` (pushed for the same nodes). */
+static void undo_marks(Tree *t, Py_ssize_t base, int from, int to) {
+    const Py_ssize_t *m = (const Py_ssize_t *)(t->marks.data + base);
+    for (int i = from; i < to; i++) {
+        t->nodes[i].count = *m++;
+        t->nodes[i].col.text.used = *m++;
+    }
+}
+
+static int tree_value(Cursor *c, Tree *t, Node *n, int depth);
+
+/* A scalar into its slot, with the flat scanner's rules (field_value). */
+static int tree_scalar(Cursor *c, Tree *t, Node *n) {
+    Py_ssize_t slot = n->count;
+    if (node_room(n, slot) < 0)
+        return -2;
+    clear_bit(n->col.valid, slot);
+    if (t->node_mode && n->col.kind == 's' && c->p < c->end &&
+        (*c->p == '-' || (*c->p >= '0' && *c->p <= '9')))
+        return -1; /* the node-based reading writes a number its own way */
+    int r = field_value(c, &n->col, slot);
+    if (r < 0)
+        return r;
+    if (is_text(n->col.kind) && end_offset(t, n, slot, n->col.text.used) < 0)
+        return -1;
+    n->count = slot + 1;
+    return 0;
+}
+
+/* A key at c->p (its opening quote passed) as the record's keys are read (scan_record): its
+ * bytes, or -1 when it has an escape (it must not be a declared field's, and escapes could make
+ * it one). */
+static int plain_key(Cursor *c, const uint8_t **key, Py_ssize_t *length) {
+    const uint8_t *k = c->p;
+    while (c->p < c->end && *c->p != '"' && *c->p != '\\' && *c->p >= 0x20 && *c->p < 0x80)
+        c->p++;
+    if (c->p >= c->end || *c->p != '"') {
+        c->p = k;
+        int r = scan_string(c, NULL);
+        if (r < 0)
+            return r;
+        if (memchr(k, '\\', (size_t)(c->p - 1 - k)) != NULL)
+            return -1;
+    } else {
+        c->p++;
+    }
+    *key = k;
+    *length = c->p - 1 - k;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':')
+        return -1;
+    c->p++;
+    skip_ws(c);
+    return 0;
+}
+
+/* A JSON object at c->p into a row's slot. */
+static int tree_row(Cursor *c, Tree *t, Node *n, int depth) {
+    Py_ssize_t slot = n->count;
+    if (depth > MAX_DEPTH || node_room(n, slot) < 0)
+        return depth > MAX_DEPTH ? -1 : -2;
+    c->p++;
+    skip_ws(c);
+    uint64_t seen = 0;
+    int hint = 0, fields = n->n_children;
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+    } else {
+        for (;;) {
+            if (c->p >= c->end || *c->p != '"')
+                return -1;
+            c->p++;
+            const uint8_t *key;
+            Py_ssize_t length;
+            int r = plain_key(c, &key, &length);
+            if (r < 0)
+                return r;
+            int j = -1;
+            for (int k = 0; k < fields; k++) {
+                int i = hint + k < fields ? hint + k : hint + k - fields;
+                const Column *f = &child(t, n, i)->col;
+                if (f->name_len == length && memcmp(f->name, key, (size_t)length) == 0) {
+                    j = i;
+                    break;
+                }
+            }
+            if (j < 0) {
+                r = skip_value(c, depth + 1);
+            } else {
+                if (seen & ((uint64_t)1 << j))
+                    return -1; /* a declared field twice */
+                seen |= (uint64_t)1 << j;
+                hint = j + 1 < fields ? j + 1 : 0;
+                r = tree_value(c, t, child(t, n, j), depth + 1);
+            }
+            if (r < 0)
+                return r;
+            r = next_member(c, '}');
+            if (r < 0)
+                return r;
+            if (r == 0)
+                break;
+        }
+    }
+    for (int k = 0; k < fields; k++) {
+        if (!(seen & ((uint64_t)1 << k))) {
+            int r = append_null(t, child(t, n, k));
+            if (r < 0)
+                return r;
+        }
+    }
+    set_bit(n->col.valid, slot);
+    n->count = slot + 1;
+    return 0;
+}
+
+/* A JSON array at c->p into an array's slot. */
+static int tree_array(Cursor *c, Tree *t, Node *n, int depth) {
+    Py_ssize_t slot = n->count;
+    if (depth > MAX_DEPTH || node_room(n, slot) < 0)
+        return depth > MAX_DEPTH ? -1 : -2;
+    Node *element = child(t, n, 0);
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+    } else {
+        for (;;) {
+            int r = tree_value(c, t, element, depth + 1);
+            if (r < 0)
+                return r;
+            r = next_member(c, ']');
+            if (r < 0)
+                return r;
+            if (r == 0)
+                break;
+        }
+    }
+    if (end_offset(t, n, slot, element->count) < 0)
+        return -1;
+    set_bit(n->col.valid, slot);
+    n->count = slot + 1;
+    return 0;
+}
+
+/* A map key's text, by its bytes (the key node's text from `text`, between its offsets). */
+typedef struct {
+    const char *text;
+    int32_t length;
+    Py_ssize_t index;
+} MapKey;
+
+static int compare_keys(const void *a, const void *b) {
+    const MapKey *x = a, *y = b;
+    int order = memcmp(x->text, y->text, (size_t)(x->length < y->length ? x->length : y->length));
+    if (order != 0)
+        return order;
+    if (x->length != y->length)
+        return x->length < y->length ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Which of the `n` keys (slots [first, first + n) of the key node) appear again later: lost[i]
+ * set for those (the last entry of a key wins). 1 when any does, 0 when none, -2 out of memory.
+ * Few keys are compared pairwise, more sorted (n log n). */
+static int lost_keys(const Node *keys, Py_ssize_t first, Py_ssize_t n, uint8_t **lost) {
+    const int32_t *o = keys->col.offsets + first;
+    const char *text = keys->col.text.data != NULL ? keys->col.text.data : "";
+    int any = 0;
+    *lost = NULL;
+    if (n <= 16) {
+        for (Py_ssize_t i = 0; i + 1 < n && !any; i++)
+            for (Py_ssize_t j = i + 1; j < n && !any; j++)
+                any = o[i + 1] - o[i] == o[j + 1] - o[j] &&
+                      memcmp(text + o[i], text + o[j], (size_t)(o[i + 1] - o[i])) == 0;
+        if (!any)
+            return 0;
+    }
+    MapKey *order = malloc(sizeof(MapKey) * (size_t)n);
+    *lost = calloc((size_t)n, 1);
+    if (order == NULL || *lost == NULL) {
+        free(order);
+        return -2;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[i] = (MapKey){text + o[i], o[i + 1] - o[i], i};
+    qsort(order, (size_t)n, sizeof(MapKey), compare_keys);
+    any = 0;
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        if (order[i].length == order[i + 1].length &&
+            memcmp(order[i].text, order[i + 1].text, (size_t)order[i].length) == 0) {
+            (*lost)[order[i].index] = 1; /* a later entry has its key */
+            any = 1;
+        }
+    }
+    free(order);
+    return any;
+}
+
+/* A map's entries at c->p (just after its '{'): each key into the key node, each value into
+ * the value node; with `lost`, the entries it marks are validated only (their values converted
+ * once already). */
+static int map_members(Cursor *c, Tree *t, Node *keys, Node *values, const uint8_t *lost,
+                       int depth) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (Py_ssize_t i = 0;; i++) {
+        if (c->p >= c->end || *c->p != '"')
+            return -1;
+        c->p++;
+        int r;
+        if (lost != NULL && lost[i]) {
+            r = scan_string(c, NULL);
+        } else {
+            Py_ssize_t slot = keys->count;
+            if (node_room(keys, slot) < 0)
+                return -2;
+            r = scan_string(c, &keys->col.text); /* a lone surrogate escape: -1 */
+            if (r == 0 && end_offset(t, keys, slot, keys->col.text.used) < 0)
+                r = -1;
+            if (r == 0) {
+                set_bit(keys->col.valid, slot);
+                keys->count = slot + 1;
+            }
+        }
+        if (r < 0)
+            return r;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':')
+            return -1;
+        c->p++;
+        skip_ws(c);
+        r = lost != NULL && lost[i] ? skip_value(c, depth + 1) : tree_value(c, t, values, depth + 1);
+        if (r < 0)
+            return r;
+        r = next_member(c, '}');
+        if (r <= 0)
+            return r;
+    }
+}
+
+/* A JSON object at c->p into a map's slot (see the section's comment for repeated keys). */
+static int tree_map(Cursor *c, Tree *t, Node *n, int depth) {
+    Py_ssize_t slot = n->count;
+    if (depth > MAX_DEPTH || node_room(n, slot) < 0)
+        return depth > MAX_DEPTH ? -1 : -2;
+    Node *keys = child(t, n, 0), *values = child(t, n, 1);
+    int self = (int)(n - t->nodes);
+    Py_ssize_t base = push_marks(t, self + 1, n->end);
+    if (base < 0)
+        return -2;
+    const uint8_t *open = c->p;
+    Py_ssize_t first = keys->count;
+    c->p++;
+    int r = map_members(c, t, keys, values, NULL, depth);
+    Py_ssize_t entries = keys->count - first;
+    uint8_t *lost = NULL;
+    if (r == 0 && entries > 1) {
+        r = lost_keys(keys, first, entries, &lost);
+        if (r > 0) { /* again, the entries that win only */
+            undo_marks(t, base, self + 1, n->end);
+            c->p = open + 1;
+            r = map_members(c, t, keys, values, lost, depth);
+        }
+        free(lost);
+    }
+    t->marks.used = base;
+    if (r < 0)
+        return r;
+    if (end_offset(t, n, slot, keys->count) < 0)
+        return -1;
+    set_bit(n->col.valid, slot);
+    n->count = slot + 1;
+    return 0;
+}
+
+static int tree_value(Cursor *c, Tree *t, Node *n, int depth) {
+    if (c->p >= c->end)
+        return -1;
+    uint8_t b = *c->p;
+    char kind = n->col.kind;
+    if (kind != 'R' && kind != 'A' && kind != 'M')
+        return tree_scalar(c, t, n);
+    if (b == 'n') {
+        if (literal(c, "null", 4) < 0)
+            return -1;
+        return append_null(t, n);
+    }
+    if (kind == 'R')
+        return b == '{' ? tree_row(c, t, n, depth) : -1;
+    if (kind == 'A')
+        return b == '[' ? tree_array(c, t, n, depth) : -1;
+    return b == '{' ? tree_map(c, t, n, depth) : -1;
+}
+
+/* One record into the root's children: 0 decoded, -1 left, -2 out of memory. */
+static int scan_tree_record(Cursor *c, Tree *t) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '{')
+        return -1;
+    int r = tree_row(c, t, &t->nodes[0], 1);
+    if (r < 0)
+        return r;
+    skip_ws(c);
+    return c->p == c->end ? 0 : -1; /* exactly one document */
+}
+
+/* A column's description into the tree, its children after it (preorder): (name, kind,
+ * precision, scale) for a scalar, with a fifth item for a row (its fields' descriptions), an
+ * array (its element's) or a map (its key's, a text, and its value's). The node's index, or -1
+ * with an exception set. */
+static int tree_column(PyObject *spec, Tree *t, int depth) {
+    if (t->n_nodes >= MAX_TREE_NODES || depth > MAX_TREE_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "the columns' tree is too large or too deep");
+        return -1;
+    }
+    if (!PyTuple_Check(spec) || (PyTuple_GET_SIZE(spec) != 4 && PyTuple_GET_SIZE(spec) != 5)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "a column must be a (name, kind, precision, scale[, children]) tuple");
+        return -1;
+    }
+    int index = t->n_nodes++;
+    Node *n = &t->nodes[index];
+    PyObject *children = PyTuple_GET_SIZE(spec) == 5 ? PyTuple_GET_ITEM(spec, 4) : NULL;
+    const char *kind = NULL;
+    Py_ssize_t kind_len = 0;
+    if (children != NULL) {
+        const char *name;
+        Py_ssize_t name_len;
+        int precision, scale;
+        if (!PyArg_ParseTuple(spec, "y#s#iiO", &name, &name_len, &kind, &kind_len, &precision,
+                              &scale, &children))
+            return -1;
+        Py_ssize_t want = kind_len == 1 && kind[0] == 'A' ? 1 : kind_len == 1 && kind[0] == 'M' ? 2
+                          : -1;
+        if (kind_len != 1 || !strchr("RAM", kind[0]) || !PyTuple_Check(children) ||
+            (want >= 0 && PyTuple_GET_SIZE(children) != want) ||
+            (kind[0] == 'R' && PyTuple_GET_SIZE(children) > MAX_ROW_FIELDS)) {
+            PyErr_Format(PyExc_ValueError, "malformed nested column %R", spec);
+            return -1;
+        }
+        n->col.name = name;
+        n->col.name_len = name_len;
+        n->col.kind = kind[0];
+    } else if (text_column(spec, &n->col) < 0) {
+        return -1;
+    }
+    n->count = n->capacity = 0;
+    n->n_children = children != NULL ? (int)PyTuple_GET_SIZE(children) : 0;
+    if (t->n_kids + n->n_children > MAX_TREE_NODES) {
+        PyErr_SetString(PyExc_ValueError, "the columns' tree is too large or too deep");
+        return -1;
+    }
+    n->first = t->n_kids;
+    t->n_kids += n->n_children;
+    for (int k = 0; k < n->n_children; k++) {
+        int at = tree_column(PyTuple_GET_ITEM(children, k), t, depth + 1);
+        if (at < 0)
+            return -1;
+        t->kids[n->first + k] = at;
+    }
+    if (n->col.kind == 'M' && !is_text(child(t, n, 0)->col.kind)) {
+        PyErr_SetString(PyExc_ValueError, "a map's keys must be text");
+        return -1;
+    }
+    t->nodes[index].end = t->n_nodes;
+    return index;
+}
+
+/* A node's result: (slots, buffers, [children's results]); None on failure (an exception set). */
+static PyObject *node_result(Tree *t, Node *n) {
+    Py_ssize_t count = n->count, bits = (count + 7) / 8;
+    char kind = n->col.kind;
+    static const char empty[4] = {0};
+    const void *offsets = n->col.offsets ? (const void *)n->col.offsets : empty;
+    const void *valid = n->col.valid ? (const void *)n->col.valid : empty;
+    PyObject *buffers;
+    if (is_text(kind))
+        buffers = Py_BuildValue("(NNN)", as_bytes(valid, bits),
+                                as_bytes(offsets, sizeof(int32_t) * (count + 1)),
+                                as_bytes(n->col.text.data ? n->col.text.data : "", n->col.text.used));
+    else if (kind == 'A' || kind == 'M')
+        buffers = Py_BuildValue("(NN)", as_bytes(valid, bits),
+                                as_bytes(offsets, sizeof(int32_t) * (count + 1)));
+    else if (kind == 'R')
+        buffers = Py_BuildValue("(N)", as_bytes(valid, bits));
+    else
+        buffers = Py_BuildValue("(NN)", as_bytes(valid, bits),
+                                as_bytes(n->col.values ? n->col.values : empty,
+                                         kind == 'b' ? bits : n->col.width * count));
+    if (buffers == NULL)
+        return NULL;
+    PyObject *children = PyList_New(n->n_children);
+    if (children == NULL) {
+        Py_DECREF(buffers);
+        return NULL;
+    }
+    for (int k = 0; k < n->n_children; k++) {
+        PyObject *r = node_result(t, child(t, n, k));
+        if (r == NULL) {
+            Py_DECREF(buffers);
+            Py_DECREF(children);
+            return NULL;
+        }
+        PyList_SET_ITEM(children, k, r);
+    }
+    return Py_BuildValue("(nNN)", count, buffers, children);
+}
+
+PyDoc_STRVAR(scan_nested_doc,
+    "scan_nested(validity, offsets, data, offset, length, columns, node_mode=False)\n"
+    "    -> (decoded, [result per column])\n\n"
+    "As scan(), for columns that may be nested: each (name: bytes, kind: str, precision: int,\n"
+    "scale: int) for a scalar, or (name, 'R' | 'A' | 'M', 0, 0, children) for a row (its\n"
+    "fields), an array (its element) or a map (its key, a text, and its value), the children\n"
+    "described the same way. Each result is (slots, buffers, [children's results]): buffers\n"
+    "(validity, values), (validity, offsets, bytes) for text, (validity, offsets) for an array\n"
+    "or a map (offsets into its children's slots), (validity,) for a row. `node_mode`: a\n"
+    "number in a text position leaves its record.");
+
+static PyObject *scan_nested(PyObject *self, PyObject *args) {
+    PyObject *validity_obj, *offsets_obj, *data_obj, *columns_obj;
+    Py_ssize_t offset, length;
+    int node_mode = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnO|p", &validity_obj, &offsets_obj, &data_obj, &offset,
+                          &length, &columns_obj, &node_mode))
+        return NULL;
+    if (!PyTuple_Check(columns_obj) || PyTuple_GET_SIZE(columns_obj) > MAX_ROW_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
+        return NULL;
+    }
+    Tree *t = calloc(1, sizeof(Tree));
+    Node *nodes = calloc(MAX_TREE_NODES, sizeof(Node));
+    Batch batch;
+    memset(&batch, 0, sizeof(batch));
+    PyObject *result = NULL, *root_spec = NULL;
+    uint8_t *decoded = NULL;
+    Py_ssize_t *record_marks = NULL;
+    if (t == NULL || nodes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    t->nodes = nodes;
+    t->node_mode = node_mode;
+    root_spec = Py_BuildValue("(y#siiO)", "", (Py_ssize_t)0, "R", 0, 0, columns_obj);
+    if (root_spec == NULL || tree_column(root_spec, t, 0) < 0)
+        goto done;
+    if (get_batch(&batch, validity_obj, offsets_obj, data_obj, offset, length) < 0)
+        goto done;
+    Py_ssize_t bitmap_size = (length + 7) / 8;
+    decoded = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
+    record_marks = malloc(sizeof(Py_ssize_t) * 2 * (size_t)t->n_nodes);
+    if (decoded == NULL || record_marks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int failed = 0;
+    Py_ssize_t bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the record level's nodes hold a slot per record: room for all of them at once */
+    Node *root = &t->nodes[0];
+    for (int k = 0; k < root->n_children && !failed; k++)
+        if (length > 0 && node_room(child(t, root, k), length - 1) < 0)
+            failed = 1;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        const uint8_t *start, *stop;
+        int present = record_bytes(&batch, i, &start, &stop);
+        if (present < 0) {
+            failed = 3;
+            bad = offset + i;
+            break;
+        }
+        for (int j = 0; j < t->n_nodes; j++) {
+            record_marks[2 * j] = t->nodes[j].count;
+            record_marks[2 * j + 1] = t->nodes[j].col.text.used;
+        }
+        int r = -1;
+        if (present) {
+            Cursor c = {start, stop};
+            r = scan_tree_record(&c, t);
+        }
+        if (r == -2) {
+            failed = 1;
+            break;
+        }
+        if (t->overflow) {
+            failed = 2;
+            break;
+        }
+        if (r == 0) {
+            set_bit(decoded, i);
+            continue;
+        }
+        for (int j = 0; j < t->n_nodes; j++) { /* undo what the record wrote */
+            t->nodes[j].count = record_marks[2 * j];
+            t->nodes[j].col.text.used = record_marks[2 * j + 1];
+        }
+        t->marks.used = 0;
+        if (append_null(t, root) < 0) {
+            failed = 1;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed == 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (failed == 2) {
+        PyErr_SetString(PyExc_OverflowError, "a nested column exceeds 2 GiB in one batch");
+        goto done;
+    }
+    if (failed == 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "the offsets of record %zd point outside the data buffer (or decrease)", bad);
+        goto done;
+    }
+    Node *top = &t->nodes[0];
+    PyObject *columns = PyList_New(top->n_children);
+    if (columns == NULL)
+        goto done;
+    for (int k = 0; k < top->n_children; k++) {
+        PyObject *r = node_result(t, child(t, top, k));
+        if (r == NULL) {
+            Py_DECREF(columns);
+            goto done;
+        }
+        PyList_SET_ITEM(columns, k, r);
+    }
+    result = Py_BuildValue("(NN)", as_bytes(decoded, bitmap_size), columns);
+
+done:
+    Py_XDECREF(root_spec);
+    if (t != NULL) {
+        for (int j = 0; j < t->n_nodes; j++) {
+            free(nodes[j].col.valid);
+            free(nodes[j].col.values);
+            free(nodes[j].col.offsets);
+            free(nodes[j].col.text.data);
+        }
+        free(t->marks.data);
+    }
+    free(t);
+    free(nodes);
+    free(decoded);
+    free(record_marks);
+    release_batch(&batch);
+    return result;
+}
+
+/*
  * The json format's exactness pass, for records decoded per record by Spark's JSON reader, which
  * reads a JSON number through a double where a text is wanted and cannot give a DECIMAL that
  * overflows as null. A record whose declared fields hold such a number comes out rewritten; the
@@ -2422,6 +3101,7 @@ static PyObject *scan_protobuf(PyObject *self, PyObject *args) {
 
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
+    {"scan_nested", scan_nested, METH_VARARGS, scan_nested_doc},
     {"scan_csv", scan_csv, METH_VARARGS, scan_csv_doc},
     {"scan_protobuf", scan_protobuf, METH_VARARGS, scan_protobuf_doc},
     {"exact", exact, METH_VARARGS, exact_doc},
@@ -2430,7 +3110,7 @@ static PyMethodDef METHODS[] = {
 
 static struct PyModuleDef MODULE = {
     PyModuleDef_HEAD_INIT, "_text_scan",
-    "The record scanners: JSON, CSV and protobuf values into Arrow buffers of a flat table.",
+    "The record scanners: JSON (flat and nested), CSV and protobuf values into Arrow buffers.",
     -1, METHODS, NULL, NULL, NULL, NULL,
 };
 

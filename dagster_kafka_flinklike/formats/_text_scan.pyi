@@ -15,6 +15,21 @@ def scan(
     column's Arrow buffers. Buffers, ``offset`` and ``length`` that do not fit each other (or
     offsets outside the data) raise ValueError; nothing is read outside them."""
 
+def scan_nested(
+    validity: Any,
+    offsets: Any,
+    data: Any,
+    offset: int,
+    length: int,
+    columns: tuple[tuple[Any, ...], ...],
+    node_mode: bool = False,
+) -> tuple[bytes, list[tuple[int, tuple[bytes, ...], list[Any]]]]:
+    """As :func:`scan`, for columns that may be nested: a scalar is (name, kind, precision,
+    scale); a row, an array or a map is (name, ``"R"``, ``"A"`` or ``"M"``, 0, 0, children: its
+    fields, its element, or its key and value). Each column's result is (slots, its Arrow
+    buffers, its children's results). ``node_mode``: a number in a text position leaves its
+    record (Flink's node-based reading writes it otherwise)."""
+
 def scan_csv(
     validity: Any,
     offsets: Any,

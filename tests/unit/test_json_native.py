@@ -85,7 +85,8 @@ def test_missing_fields_and_nulls_are_null_and_unknown_fields_are_ignored() -> N
 def test_records_that_are_not_objects_are_left_to_the_per_record_decoding() -> None:
     values = [doc(id=1), None, b"", b"null", b"  " + doc(id=2), b"[1]", doc(id=3)]
     got = decode(values)
-    assert [r and r["id"] for r in got] == [1, None, None, None, None, None, 3]
+    # (blanks before the object: the record scanner reads them as Flink does)
+    assert [r and r["id"] for r in got] == [1, None, None, None, 2, None, 3]
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,11 @@ def test_records_that_are_not_objects_are_left_to_the_per_record_decoding() -> N
 def test_a_batch_with_a_record_arrow_would_read_otherwise_than_flink_decodes_per_record(
     bad: bytes,
 ) -> None:
-    assert decode([doc(id=1), bad, doc(id=3)]) == [None, None, None]
+    values = pa.array([doc(id=1), bad, doc(id=3)], pa.binary())
+    assert decoder()._arrow(values).to_pylist() == [None, None, None]
+    # The record scanner goes first, record by record: the others are decoded all the same.
+    got = decode([doc(id=1), bad, doc(id=3)])
+    assert (got[0]["id"], got[2]["id"]) == (1, 3)
 
 
 @pytest.mark.parametrize(
@@ -182,8 +187,24 @@ def test_maps_are_read_from_their_entries() -> None:
     ],
 )
 def test_a_record_whose_map_the_pass_cannot_write_goes_per_record_alone(left: bytes) -> None:
-    got = decode([b'{"id": 1, "m": {"a": 1}}', left, b'{"id": 3}'], MAPS)
+    values = pa.array([b'{"id": 1, "m": {"a": 1}}', left, b'{"id": 3}'], pa.binary())
+    got = decoder(MAPS)._arrow(values).to_pylist()
     assert [r and r["id"] for r in got] == [1, None, 3]
+
+
+def test_the_record_scanner_reads_maps_with_escaped_or_repeated_keys_as_flink_does() -> None:
+    values = [
+        b'{"id": 1, "m": {"a\\u0062": 1, "ab": 2, "\\u00e9": 3}}',
+        b'{"id": 2, "m": {"a": 1, "b": 2, "a": 3}}',  # the last entry of a key wins
+        b'{"id": 3, "r": {"n": {"k": [], "j": null, "k": [{"x": "y"}]}}}',
+        b'{"id": 4, "m": {"a": "x", "a": 3}}',  # every entry converts in Flink: per record
+        b'{"id": 5, "m": []}',
+    ]
+    got = decode(values, MAPS)
+    assert got[0]["m"] == [("ab", 2), ("\xe9", 3)]
+    assert got[1]["m"] == [("b", 2), ("a", 3)]
+    assert got[2]["r"] == {"n": [("j", None), ("k", [[("x", "y")]])], "s": None}
+    assert got[3] is None and got[4] is None
 
 
 def test_temporal_text_in_rows_is_checked_and_converted_and_leaves_only_its_record() -> None:
