@@ -124,13 +124,21 @@ _MOVES_ROWS = ("Exchange", "Union", "Coalesce")
 def check_split_plan(encoded: DataFrame) -> None:
     """Refuse output whose partitions are not the source's splits: the split scope commits
     each split's output with its source offsets, so a task must write exactly the rows of the
-    split it read (no shuffle, union or coalesce between the read and the write).
+    split it read (no shuffle, union or coalesce between the read and the write). The Python
+    workers must be reused: a prepared transaction outlives its task in its worker.
 
     Raises:
-        KafkaOptionsError: the plan moves rows between partitions (the operator named).
+        KafkaOptionsError: the plan moves rows between partitions (the operator named), or
+            Python workers are not reused.
     """
     from .._sessions import is_connect
 
+    reuse = str(encoded.sparkSession.conf.get("spark.python.worker.reuse", "true"))
+    if reuse.strip().lower() != "true":
+        raise refuse_splits(
+            "'spark.python.worker.reuse' is false, so a Python worker ends with its task and "
+            "cannot hold the split's prepared transaction until the driver's verdict"
+        )
     if is_connect(encoded.sparkSession):
         text = encoded._explain_string(mode="simple")  # type: ignore[operator]
     else:

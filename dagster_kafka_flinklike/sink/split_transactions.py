@@ -165,11 +165,11 @@ class VerdictServer:
         with self._lock:
             return dict(self._prepared)
 
-    def alive(self, splits: Sequence[int]) -> list[int]:
+    def alive(self, splits: Sequence[int]) -> dict[int, str]:
         """Ask the holders of ``splits`` whether they still hold their transaction; returns
-        the splits that did not answer (never registered, or their worker is gone)."""
+        those that did not answer (never registered, or their worker is gone), with why."""
         prepared = self.prepared()
-        missing = [s for s in splits if s not in prepared]
+        lost = {s: "it never registered" for s in splits if s not in prepared}
         for split in splits:
             holder = prepared.get(split)
             if holder is None:
@@ -177,11 +177,12 @@ class VerdictServer:
             try:
                 holder.conn.settimeout(_REQUEST_TIMEOUT_S)
                 holder.conn.sendall(_PING)
-                if _recv_exact(holder.conn, 1) != _PONG:
-                    missing.append(split)
-            except (OSError, ConnectionError):
-                missing.append(split)
-        return sorted(missing)
+                answer = _recv_exact(holder.conn, 1)
+                if answer != _PONG:
+                    lost[split] = f"it answered {answer!r}"
+            except (OSError, ConnectionError) as exc:
+                lost[split] = f"its connection failed ({exc})"
+        return lost
 
     def commit(self, splits: Sequence[int], wait_s: float) -> dict[int, str]:
         """Tell the holders of ``splits`` to commit, all at once, and collect their answers
@@ -336,6 +337,11 @@ def _prepare_split(plan: _TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterat
     context = TaskContext.get()
     index = context.partitionId() if context is not None else 0
     attempt = context.attemptNumber() if context is not None else 0
+    if index >= len(plan.splits):
+        raise KafkaConnectorError(
+            f"Writing task {index} has no source split ({len(plan.splits)} planned): the "
+            f"output's partitions are not the source's splits. Nothing was committed."
+        )
     split = plan.splits[index]
     tid = split_transactional_id(plan.prefix, plan.asset, split.topic, split.partition)
     started = time.monotonic()
@@ -364,6 +370,10 @@ def _prepare_split(plan: _TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterat
         done = stable_offsets(consumer, plan.group, [(split.topic, split.partition)], wait_s)
         progress = done.get((split.topic, split.partition), -1)
         if progress >= split.stop:  # committed by an earlier attempt of this run
+            # Read to the end all the same: a Python worker whose task leaves input unread
+            # exits instead of being reused, and with it the holders of other splits it runs.
+            for _ in batches:
+                pass
             yield _row(index, 0, 0, "committed")
             return
         if progress > split.start:
@@ -550,6 +560,9 @@ class SplitTransactions:
             DeliveryError: a record was not delivered (nothing committed).
         """
         started = time.monotonic()
+        if not splits:  # nothing new to read: nothing to write, still decided as a run
+            decide()
+            return TransactionResult(0, 0, 0, None, 0.0, transactional_id=self._ids())
         host, bind = driver_address(encoded.sparkSession)
         server = VerdictServer(host, bind)
         plan = _TaskPlan(
@@ -572,7 +585,7 @@ class SplitTransactions:
         def names(indices: Sequence[int] | Mapping[int, str]) -> str:
             return ", ".join(f"{splits[i].topic}-{splits[i].partition}" for i in sorted(indices))
 
-        records = size = 0
+        produced: dict[int, tuple[int, int]] = {}  # split -> its last prepared records, bytes
         committed: list[int] = []
         self.log.info(f"Split transactions of {self.asset!r}: producing {len(splits)} split(s).")
         try:
@@ -581,13 +594,19 @@ class SplitTransactions:
                 if round_ == 0:
                     decide()
                 prepared = sorted(r["split"] for r in rows if r["state"] == "prepared")
-                records += sum(r["records"] for r in rows if r["state"] == "prepared")
-                size += sum(r["bytes"] for r in rows if r["state"] == "prepared")
+                produced.update(
+                    {
+                        r["split"]: (r["records"], r["bytes"])
+                        for r in rows
+                        if r["state"] == "prepared"
+                    }
+                )
                 lost = server.alive(prepared)
                 if lost:
                     raise TransactionError(
                         f"The holders of split(s) {names(lost)} were lost before the "
-                        f"verdict (an executor or its Python worker ended); every split's "
+                        f"verdict ({'; '.join(lost.values())}: an executor or its Python worker "
+                        f"ended); every split's "
                         f"transaction is aborted and nothing was committed"
                         + (f" beyond the split(s) {names(committed)}" if committed else "")
                         + ". The next run writes the rest."
@@ -618,6 +637,8 @@ class SplitTransactions:
         finally:
             server.close()
         elapsed_ms = (time.monotonic() - started) * 1000
+        records = sum(produced[s][0] for s in committed)
+        size = sum(produced[s][1] for s in committed)
         self.log.info(
             f"Committed {len(committed)} split transaction(s) of {self.asset!r}: "
             f"{records} record(s) in {elapsed_ms:.0f} ms."
@@ -629,11 +650,15 @@ class SplitTransactions:
             first_error=None,
             send_ms=elapsed_ms,
             by_topic={self.topic: records},
-            transactional_id=f"{self.prefix}-{self.asset}-<topic>-<partition>",
+            transactional_id=self._ids(),
             transaction_ms=round(elapsed_ms, 1),
             commit_attempts=1,
             timeout_ms=self.timeout_ms,
         )
+
+    def _ids(self) -> str:
+        """The pattern of the split ids, for the run's metadata."""
+        return f"{self.prefix}-{self.asset}-<topic>-<partition>"
 
     def close(self) -> None:
         """Release the group consumers (never raises)."""

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 
 from tests.conftest import consume_all
@@ -42,6 +43,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Log lines of the exactly-once sink that mark the moments worth killing at.
 EOS_MARKERS = ("initialised", "producing.", "committing.", "committed.")
+#: The same moments of the sink with a transaction per split: ids fenced, splits producing,
+#: all prepared and committing, committed.
+SPLIT_MARKERS = ("split transactional id", ": producing", "prepared; committing.", "Committed")
 #: At-least-once: a random time, or right after the write, before the checkpoint is recorded.
 ALO_MARKERS = ("time", "time", "recording the checkpoint next")
 
@@ -195,13 +199,26 @@ def _kill_at_a_moment(
 
 
 def _run_with_kills(
-    bootstrap: str, new_topic, tmp_path: Path, guarantee: str, kills_wanted: int
+    bootstrap: str,
+    new_topic,
+    tmp_path: Path,
+    guarantee: str,
+    kills_wanted: int,
+    sink_extra: dict[str, str] | None = None,
 ) -> tuple[Counter[int], dict[str, int]]:
     rng = random.Random(_seed())
     source, sink = new_topic(partitions=PARTITIONS), new_topic(partitions=PARTITIONS)
     home = tmp_path / "dagster_home"
     _write_instance_config(home)
     args = [bootstrap, source, sink, guarantee]
+    if sink_extra:
+        args.append(json.dumps(sink_extra))
+    if guarantee != "exactly-once":
+        markers = ALO_MARKERS
+    elif sink_extra and sink_extra.get("sink.transaction-scope") == "split":
+        markers = ("time", *SPLIT_MARKERS)
+    else:
+        markers = ("time", *EOS_MARKERS)
     slices = max(kills_wanted, 1)
     per_slice = RECORDS // slices
     produced = 0
@@ -214,7 +231,6 @@ def _run_with_kills(
             count = per_slice if rounds < slices else RECORDS - produced
             _produce_slice(bootstrap, source, produced, count)
             produced += count
-        markers = ("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS
         _kill_at_a_moment(Child(args, home), rng, markers, 14.0, counts)
     if produced < RECORDS:
         _produce_slice(bootstrap, source, produced, RECORDS - produced)
@@ -231,8 +247,12 @@ def _run_with_kills(
     return _output_ids(bootstrap, sink), dict(counts)
 
 
-def test_exactly_once_survives_sigkill(kafka_bootstrap, new_topic, tmp_path) -> None:
-    ids, counts = _run_with_kills(kafka_bootstrap, new_topic, tmp_path, "exactly-once", EOS_KILLS)
+@pytest.mark.parametrize("scope", ["run", "split"])
+def test_exactly_once_survives_sigkill(kafka_bootstrap, new_topic, tmp_path, scope) -> None:
+    extra = {"sink.transaction-scope": scope}
+    ids, counts = _run_with_kills(
+        kafka_bootstrap, new_topic, tmp_path, "exactly-once", EOS_KILLS, extra
+    )
     assert counts["killed"] >= EOS_KILLS
     missing = [i for i in range(RECORDS) if ids[i] == 0]
     duplicated = {i: n for i, n in ids.items() if n > 1}

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from dagster import DagsterInstance, materialize
 
 from dagster_kafka_flinklike import (
@@ -18,7 +18,8 @@ from dagster_kafka_flinklike import (
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.errors import KafkaOptionsError
-from dagster_kafka_flinklike.sink.split_transactions import progress_group
+from dagster_kafka_flinklike.run import StreamingRun
+from dagster_kafka_flinklike.sink.split_transactions import progress_group, split_transactional_id
 from dagster_kafka_flinklike.spark import local_spark_config
 from tests.conftest import consume_all, produce
 
@@ -26,7 +27,7 @@ COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING
 SPLIT = {"sink.transaction-scope": "split"}
 
 
-def copy_asset(source_topic: str, sink_topic: str, query=None, source_extra=None, name="copy"):
+def specs(source_topic: str, sink_topic: str, source_extra=None):
     source = KafkaTableSpec.from_options(
         {
             "connector": "kafka",
@@ -51,6 +52,11 @@ def copy_asset(source_topic: str, sink_topic: str, query=None, source_extra=None
         columns=COLUMNS,
         role="sink",
     )
+    return source, sink
+
+
+def copy_asset(source_topic: str, sink_topic: str, query=None, source_extra=None, name="copy"):
+    source, sink = specs(source_topic, sink_topic, source_extra)
 
     @kafka_streaming_asset(sources={"events": source}, sink=sink, name=name)
     def copy(context, events):
@@ -149,3 +155,50 @@ def test_a_query_that_shuffles_is_refused_naming_the_option(kafka_bootstrap, new
         )
     assert "moves rows between partitions" in str(raised.value)
     assert output_ids(kafka_bootstrap, sink, 1, "read_uncommitted") == Counter()
+
+
+def fence(bootstrap: str, transactional_id: str) -> None:
+    """What a newer writer of the id does: its ``init_transactions`` aborts the open
+    transaction of the id and fences the producer that holds it."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.flush(0)
+
+
+def test_a_split_whose_commit_fails_after_the_verdict_is_written_again_in_the_same_run(
+    kafka_bootstrap, new_topic, spark, caplog
+):
+    source, sink = new_topic(partitions=3), new_topic(partitions=2)
+    source_spec, sink_spec = specs(source, sink)
+    produce(kafka_bootstrap, source, events(0, 600))
+    prefix = f"split-{sink}"
+    fenced: list[str] = []
+
+    def fence_one_split(run: StreamingRun) -> None:
+        # Every split is prepared and held open now: a newer producer of split 1's id aborts
+        # its transaction, so its holder's commit fails as fenced after the verdict.
+        tid = split_transactional_id(prefix, "rewrite", source, 1)
+        fence(kafka_bootstrap, tid)
+        fenced.append(tid)
+
+    run = StreamingRun(
+        spark,
+        {"bootstrap.servers": kafka_bootstrap},
+        sink=sink_spec,
+        asset_name="rewrite",
+        gate=fence_one_split,
+    )
+    try:
+        frame = run.read("events", source_spec)
+        result = run.write(sink_spec, frame.select("id", "payload"))
+        assert run.commit() is not None
+    finally:
+        run.close()
+    assert fenced, "the gate ran"
+    rewrites = [r.getMessage() for r in caplog.records if "writing them again" in r.getMessage()]
+    assert len(rewrites) == 1 and f"{source}-1" in rewrites[0], rewrites
+    assert result.records == 600  # the rewritten split counts once, as committed
+    assert output_ids(kafka_bootstrap, sink, 2) == Counter(range(600))
+    progress = progress_group(prefix, "rewrite")
+    assert sum(committed(kafka_bootstrap, progress, source, 3)) == 600
+    assert sum(committed(kafka_bootstrap, f"split-{source}", source, 3)) == 600
