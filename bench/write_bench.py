@@ -10,6 +10,11 @@ second of
 - ``alo_rps``: the at-least-once sink, ``sink.writer.write`` (one producer per Spark task);
 - ``eos_rps``: the exactly-once sink, ``TransactionalSink`` (``begin``, ``write``: one
   transactional producer on the driver, commit);
+- ``eos_split_rps``: the exactly-once sink with a transaction per split
+  (``sink.transaction-scope`` = ``split``, ``SplitTransactions``: ``begin``, fencing every
+  split's id, one transactional producer per Spark task, the driver's verdict, the commits),
+  each DataFrame partition standing for one split of an empty source topic of as many
+  partitions, whose progress the transactions record;
 - ``spark_rps``: the anchor, Spark's own Kafka sink (``spark-sql-kafka-0-10`` of this Spark
   release, ``df.write.format("kafka")``) with the at-least-once sink's producer settings
   (``acks=all``, idempotence, linger);
@@ -17,8 +22,9 @@ second of
 each into a fresh 6-partition topic whose contents are checked afterwards (the committed records
 through a read_committed consumer for exactly-once), and the peak RSS of the driver, the Spark
 JVM and the Spark Python workers. Every round measures each path once, in turn; the ratios
-(``ratio_alo_vs_spark``, ``ratio_eos_vs_alo``, ...) are medians of the rounds' own ratios. The
-last line printed is one JSON object with every figure. See ``bench/README.md``.
+(``ratio_alo_vs_spark``, ``ratio_eos_vs_alo``, ``ratio_eos_split_vs_alo``, ...) are medians of
+the rounds' own ratios. The last line printed is one JSON object with every figure. See
+``bench/README.md``.
 
 Environment: ``BENCH_RECORDS``, ``BENCH_PARTITIONS`` (6, of each topic), ``BENCH_REPEATS`` (5;
 rounds), ``BENCH_SPARK_KAFKA`` (0: no Spark Kafka sink anchor), ``BENCH_PRODUCER_PROPERTIES`` (a
@@ -246,6 +252,41 @@ def timed_eos(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[flo
         cpu = Cpu.of(meter)
     finally:
         sink.close()
+    return seconds, cpu, result
+
+
+def timed_eos_split(
+    df: DataFrame, topic: str, client: Mapping[str, Any], source: str, bootstrap: str
+) -> tuple[float, Cpu, Any]:
+    """Seconds and CPU seconds by process kind of one exactly-once write with a transaction per
+    split (begin, fence, write, verdict, commits), and its result. DataFrame partition ``i``
+    stands for a split of partition ``i`` of the empty topic ``source``; a new asset name each
+    time, so no split is found committed already."""
+    from dagster_kafka_flinklike.sink.partitioners import SinkPartitioner
+    from dagster_kafka_flinklike.sink.split_transactions import SplitTransactions
+    from dagster_kafka_flinklike.source.admin import KafkaAdmin
+    from dagster_kafka_flinklike.source.enumerator import KafkaSplit
+
+    tasks = df.rdd.getNumPartitions()
+    splits = [KafkaSplit(source, i, 0, 1) for i in range(tasks)]
+    writer = SplitTransactions(
+        topic,
+        client,
+        TRANSACTIONAL_ID,
+        f"split-{uuid.uuid4().hex[:8]}",
+        partitioner=SinkPartitioner.resolve("default", topic),
+        admin=KafkaAdmin({"bootstrap.servers": bootstrap}),
+    )
+    try:
+        meter = common.CpuMeter()
+        began = time.monotonic()
+        writer.begin()
+        writer.fence([(source, i) for i in range(tasks)])
+        result = writer.write(df, splits, decide=lambda: None)
+        seconds = time.monotonic() - began
+        cpu = Cpu.of(meter)
+    finally:
+        writer.close()
     return seconds, cpu, result
 
 
@@ -486,10 +527,10 @@ def measure(
     if common.SPARK_KAFKA:
         common.log(f"Spark's Kafka sink options: {spark_options}")
 
-    def new_topic(kind: str) -> str:
+    def new_topic(kind: str, count: int | None = None) -> str:
         name = f"dkf-write-bench-{kind}-{uuid.uuid4().hex[:8]}"
         topics.append(name)
-        return common.create_topic(bootstrap, name, partitions)
+        return common.create_topic(bootstrap, name, count or partitions)
 
     common.log("spark: starting local session (not timed)...")
     driver_memory = os.environ.get("BENCH_DRIVER_MEMORY", "").strip() or DRIVER_MEMORY
@@ -513,6 +554,14 @@ def measure(
     warm = build_frame(spark, warm_records, slots).cache()
     warm.count()
 
+    sources: dict[int, str] = {}
+
+    def split_source(tasks: int) -> str:
+        """The empty topic whose partitions the split transactions record progress for."""
+        if tasks not in sources:
+            sources[tasks] = new_topic(f"split-source-{tasks}", tasks)
+        return sources[tasks]
+
     def check_and_drop(topic: str, expected: int, committed: bool) -> None:
         """Verify ``topic``, then delete it: at 5M records each topic holds over a gigabyte,
         and fifteen of them at once can fill a small disk."""
@@ -529,9 +578,11 @@ def measure(
         topic = new_topic(f"warm-{kind}")
         if kind == "spark":
             timed_spark(warm, topic, bootstrap, spark_options)
+        elif kind == "eos_split":
+            timed_eos_split(warm, topic, client, split_source(slots), bootstrap)
         else:
             (timed_alo if kind == "alo" else timed_eos)(warm, topic, client)
-        check_and_drop(topic, warm_records, committed=kind == "eos")
+        check_and_drop(topic, warm_records, committed=kind.startswith("eos"))
 
     # The broker's JVM compiles its produce path over the first millions of records: without
     # this, the first raw loop mostly measures the broker's JIT compiler.
@@ -551,6 +602,7 @@ def measure(
         "raw": [],
         "alo": [],
         "eos": [],
+        "eos_split": [],
         **({"spark": []} if common.SPARK_KAFKA else {}),
     }
     raw_rss = 0.0
@@ -611,6 +663,21 @@ def measure(
             f"exactly-once write, {heap_after[-1]:,.0f} MiB after this one"
         )
 
+        warm_up("eos_split")
+        topic = new_topic("eos-split")
+        seconds, cpu, result = timed_eos_split(
+            df, topic, client, split_source(spark_partitions), bootstrap
+        )
+        if result.records != records:
+            raise RuntimeError(f"exactly-once split sink reported {result.records} records")
+        check_and_drop(topic, records, committed=True)
+        record(
+            "eos_split",
+            f"exactly-once sink, a transaction per split ({spark_partitions}){tag}",
+            seconds,
+            cpu,
+        )
+
         if common.SPARK_KAFKA:
             warm_up("spark")
             topic = new_topic("spark")
@@ -655,6 +722,7 @@ def measure(
         for key, top, bottom in (
             ("alo_raw", "alo", "raw"),
             ("eos_alo", "eos", "alo"),
+            ("eos_split_alo", "eos_split", "alo"),
             ("alo_spark", "alo", "spark"),
         )
         if bottom in rps
@@ -672,8 +740,10 @@ def measure(
         "raw_rps": round(best["raw"]),
         "alo_rps": round(best["alo"]),
         "eos_rps": round(best["eos"]),
+        "eos_split_rps": round(best["eos_split"]),
         **anchor,
         "ratio_eos_vs_alo": medians["eos_alo"],
+        "ratio_eos_split_vs_alo": medians["eos_split_alo"],
         "ratio_alo_raw": round(best["alo"] / best["raw"], 3),
         "ratio_eos_alo": round(best["eos"] / best["alo"], 3),
         "ratio_eos_raw": round(best["eos"] / best["raw"], 3),
@@ -717,7 +787,9 @@ def headline(summary: dict[str, Any]) -> str:
         f"summary: at-least-once sink {summary['ratio_alo_raw']:.2f}x the raw loop (target 0.8; "
         f"median of the rounds {summary['ratio_alo_raw_median']:.2f}x){anchor}, exactly-once "
         f"{summary['ratio_eos_alo']:.2f}x at-least-once (target 0.7; median "
-        f"{summary['ratio_eos_vs_alo']:.2f}x); peak RSS {summary['peak_rss_mb']:.0f} MiB"
+        f"{summary['ratio_eos_vs_alo']:.2f}x), with a transaction per split "
+        f"{summary['ratio_eos_split_vs_alo']:.2f}x (median); "
+        f"peak RSS {summary['peak_rss_mb']:.0f} MiB"
     )
 
 

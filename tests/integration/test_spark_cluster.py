@@ -186,7 +186,10 @@ def test_the_demo_runs_on_the_cluster(
     assert not _executor_errors(folders)
 
 
-@pytest.mark.parametrize(("guarantee", "kills"), [("exactly-once", 1), ("at-least-once", 1)])
+@pytest.mark.parametrize(
+    ("guarantee", "scope"),
+    [("exactly-once", "run"), ("exactly-once", "split"), ("at-least-once", None)],
+)
 def test_a_run_killed_on_the_cluster_loses_nothing(
     cluster: EmbeddedSparkCluster,
     executor_python: Path,
@@ -195,14 +198,20 @@ def test_a_run_killed_on_the_cluster_loses_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     guarantee: str,
-    kills: int,
+    scope: str | None,
 ) -> None:
     """The kill tests' copy asset on the cluster, its driver SIGKILLed at random moments: its
-    executors are the workers' children, not the driver's, and outlive it for a moment."""
+    executors are the workers' children, not the driver's, and outlive it for a moment. With a
+    transaction per split, the prepared transactions are held in the executors' Python workers
+    and the driver's verdict reaches them over the network."""
     for name, value in _on(cluster, executor_python).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(test_kills, "RECORDS", 6000)
-    ids, counts = test_kills._run_with_kills(kafka_bootstrap, new_topic, tmp_path, guarantee, kills)
+    kills = 1
+    extra = {"sink.transaction-scope": scope} if scope else None
+    ids, counts = test_kills._run_with_kills(
+        kafka_bootstrap, new_topic, tmp_path, guarantee, kills, extra
+    )
     assert counts["killed"] >= kills
     missing = [i for i in range(6000) if ids[i] == 0]
     assert not missing, f"{len(missing)} input records lost, e.g. {missing[:10]}"
