@@ -45,6 +45,7 @@ from tests.integration.kill_child import build
 from tests.integration.test_kills import (
     ALO_MARKERS,
     EOS_MARKERS,
+    SPLIT_MARKERS,
     Child,
     _kill_at_a_moment,
     _output_ids,
@@ -160,21 +161,28 @@ def _failure(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def _run_with_faults(
-    cluster: EmbeddedKafkaCluster, tmp_path: Path, guarantee: str, rounds: int
+    cluster: EmbeddedKafkaCluster,
+    tmp_path: Path,
+    guarantee: str,
+    rounds: int,
+    scope: dict[str, str] | None = None,
 ) -> tuple[Counter[int], Counter[str], int]:
     """The rounds and the drain; the output's ids, what happened, and (at-least-once) the input
-    that failed runs had not checkpointed (the bound of duplicates)."""
+    that failed runs had not checkpointed (the bound of duplicates). ``scope``: more sink
+    options (``sink.transaction-scope``)."""
     rng = random.Random(_seed("FAULT_TEST_SEED"))
     bootstrap = cluster.bootstrap_servers
     tag = f"{guarantee}-{time.time_ns()}"
     source, sink = _topic(bootstrap, f"faults-in-{tag}"), _topic(bootstrap, f"faults-out-{tag}")
-    options = {"properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS)}
+    options = {"properties.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS), **(scope or {})}
     asset = build(source, sink, guarantee, options)
     home = tmp_path / "dagster_home"  # one instance for the runs here and in child processes
     _write_instance_config(home)
     instance = DagsterInstance.local_temp(tempdir=str(home))
     child_args = [bootstrap, source, sink, guarantee, json.dumps(options)]
     markers = ("time", *EOS_MARKERS) if guarantee == "exactly-once" else ALO_MARKERS
+    if scope and scope.get("sink.transaction-scope") == "split":
+        markers = ("time", *SPLIT_MARKERS)
     resources = {
         "kafka": KafkaResource(bootstrap_servers=bootstrap),
         "pyspark": SparkResource(spark_config=local_spark_config("tests")),
@@ -182,7 +190,9 @@ def _run_with_faults(
 
     # The drain meets no fault: its transaction may take as long as the machine needs (the same
     # sink and transactional id; only the producer's timeout differs).
-    drain = build(source, sink, guarantee, {"properties.transaction.timeout.ms": "120000"})
+    drain = build(
+        source, sink, guarantee, {"properties.transaction.timeout.ms": "120000", **(scope or {})}
+    )
 
     def run(draining: bool = False) -> bool:
         began = time.monotonic()
@@ -249,11 +259,14 @@ def _lost(ids: Counter[int]) -> list[int]:
     return [i for i in range(RECORDS) if ids[i] == 0]
 
 
-def _figures(guarantee: str, ids: Counter[int], counts: Counter[str], bound: int) -> None:
+def _figures(
+    guarantee: str, ids: Counter[int], counts: Counter[str], bound: int, scope: str | None = None
+) -> None:
     """The run's figures, one JSON line (the long version's report)."""
     broker_kills = sum(counts[f"faults: {f}"] for f in ("leader", "node", "cluster"))
     figures = {
         "guarantee": guarantee,
+        **({"transaction_scope": scope} if scope else {}),
         "records": RECORDS,
         "client_kills": counts["client killed"],
         "broker_kills": broker_kills,
@@ -267,9 +280,11 @@ def _figures(guarantee: str, ids: Counter[int], counts: Counter[str], bound: int
     print(json.dumps(figures), flush=True)
 
 
-def test_exactly_once_survives_broker_faults(cluster, tmp_path) -> None:
-    ids, counts, _ = _run_with_faults(cluster, tmp_path, "exactly-once", ROUNDS)
-    _figures("exactly-once", ids, counts, 0)
+@pytest.mark.parametrize("scope", ["run", "split"])
+def test_exactly_once_survives_broker_faults(cluster, tmp_path, scope) -> None:
+    extra = {"sink.transaction-scope": scope}
+    ids, counts, _ = _run_with_faults(cluster, tmp_path, "exactly-once", ROUNDS, extra)
+    _figures("exactly-once", ids, counts, 0, scope)
     assert "fault failed" not in counts, dict(counts)
     lost = _lost(ids)
     duplicated = {i: n for i, n in ids.items() if n > 1}
