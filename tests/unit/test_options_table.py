@@ -593,3 +593,42 @@ def test_spec_is_frozen_picklable_and_comparable() -> None:
     with pytest.raises(AttributeError):
         spec.topics = ("x",)  # type: ignore[misc]
     assert build({}) == KafkaTableSpec.from_options(changed(BASE, {}), columns=COLUMNS, name="t")
+
+
+def _exactly_once_sink(**extra: str) -> dict[str, str]:
+    return {
+        "connector": "kafka",
+        "topic": "out",
+        "format": "json",
+        "sink.delivery-guarantee": "exactly-once",
+        "sink.transactional-id-prefix": "p",
+        **extra,
+    }
+
+
+def test_sink_transaction_scope_is_run_unless_split_is_asked() -> None:
+    from dagster_kafka_flinklike.options import KafkaTableSpec, TransactionScope
+
+    plain = KafkaTableSpec.from_options(_exactly_once_sink(), columns=COLUMNS, role="sink")
+    assert plain.transaction_scope is TransactionScope.RUN
+    split = KafkaTableSpec.from_options(
+        _exactly_once_sink(**{"sink.transaction-scope": "SPLIT"}), columns=COLUMNS, role="sink"
+    )
+    assert split.transaction_scope is TransactionScope.SPLIT
+
+
+def test_sink_transaction_scope_refuses_other_values_and_warns_without_exactly_once() -> None:
+    from dagster_kafka_flinklike.errors import KafkaOptionsError, KafkaOptionsWarning
+    from dagster_kafka_flinklike.options import KafkaTableSpec
+
+    with pytest.raises(KafkaOptionsError) as raised:
+        KafkaTableSpec.from_options(
+            _exactly_once_sink(**{"sink.transaction-scope": "task"}), columns=COLUMNS, role="sink"
+        )
+    assert raised.value.keys == ("sink.transaction-scope",)
+    options = {**_exactly_once_sink(**{"sink.transaction-scope": "split"})}
+    options["sink.delivery-guarantee"] = "at-least-once"
+    del options["sink.transactional-id-prefix"]
+    with pytest.warns(KafkaOptionsWarning, match="has no effect") as caught:
+        KafkaTableSpec.from_options(options, columns=COLUMNS, role="sink")
+    assert [w.message.keys for w in caught] == [("sink.transaction-scope",)]
