@@ -244,7 +244,8 @@ def last_wins(entries: SparkColumn, key: str = "key") -> SparkColumn:
         keys = F.transform(es, lambda e, i: F.struct(e[key].alias("k"), i.alias("i")))
         return bound(F.array_sort(keys), winners)
 
-    return bound(entries, kept)
+    # Null for null entries, without evaluating the lambdas (a row decoded natively has none).
+    return F.when(entries.isNotNull(), bound(entries, kept))
 
 
 def _collect(pairs: SparkColumn) -> SparkColumn:

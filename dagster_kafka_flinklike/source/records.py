@@ -31,6 +31,7 @@ from ..formats import (
     native_decoder,
     needs_headers,
 )
+from ..formats.base import StagedFormat
 from ..options import (
     ROW_KIND,
     Column,
@@ -294,6 +295,8 @@ def _decode(
         stages, (struct, error, tolerated) = format_.decode_stages(
             raw, columns_in_format, fmt, f"__dkf_{side}_", headers, side
         )
+        if native and isinstance(format_, StagedFormat):  # (Spark's expressions only)
+            stages = _where_undecoded(stages, F.col(_native(side)).isNull())
         parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
     if not format_.keeps_rows:
@@ -303,6 +306,17 @@ def _decode(
     else:
         kept = parts["struct"].isNotNull()
     return stages, {**parts, "error": error, "tolerated": tolerated, "kept": kept}, skipped
+
+
+def _where_undecoded(
+    stages: list[dict[str, SparkColumn]], undecoded: SparkColumn
+) -> list[dict[str, SparkColumn]]:
+    """The per-record decoding's stages null where the record was decoded natively (where they
+    are null anyway, its value being null): the projections that hold them, which Spark cannot
+    compile into whole-stage code, then evaluate none of their expressions for those records."""
+    from pyspark.sql import functions as F
+
+    return [{name: F.when(undecoded, expr) for name, expr in stage.items()} for stage in stages]
 
 
 def _merged(
