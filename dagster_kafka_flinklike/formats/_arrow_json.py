@@ -151,8 +151,10 @@ class NativeJson:
         self.rewrite = ExactJson(columns, mode) if rewritten else None
         #: The record scanner's columns, when it is built and the table is flat.
         self.scan_columns = None if node else scan_columns(columns, standard)
-        #: Its columns when the table has nested ones (rows, arrays, maps with text keys).
-        self.tree_columns = None if node else tree_columns(columns, standard)
+        #: Its columns when the table has nested ones (rows, arrays, maps with text keys); for
+        #: an envelope (``node``) it leaves a record with a number in a text position.
+        self.tree_columns = tree_columns(columns, standard)
+        self.node = node
         timestamp = TIMESTAMP[standard]
         self.patterns = {
             "DATE": DATE,
@@ -183,7 +185,9 @@ class NativeJson:
         n = len(values)
         try:
             if self.tree_columns is not None:
-                struct, decoded = scanned_tree(values, self.arrow_type, self.tree_columns, False)
+                struct, decoded = scanned_tree(
+                    values, self.arrow_type, self.tree_columns, self.node
+                )
             else:
                 struct, decoded = scanned(
                     values, self.arrow_type, scanner().scan, self.scan_columns
