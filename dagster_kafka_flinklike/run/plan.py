@@ -24,7 +24,7 @@ class OffsetsAuthority(Protocol):
     """An exactly-once writer, which knows where each source partition resumes (once it has
     fenced what an earlier run may have left open)."""
 
-    def committed_offsets(
+    def resume_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
         """The offsets each partition resumes from (absent: none committed)."""
@@ -87,7 +87,7 @@ def previous_offsets(
             f"'properties.bootstrap.servers' differ.",
             keys=("properties.bootstrap.servers", "sink.delivery-guarantee"),
         )
-    committed = transaction.committed_offsets(admin.group_id, partitions)
+    committed = transaction.resume_offsets(admin.group_id, partitions)
     return committed or None
 
 

@@ -15,7 +15,7 @@ from ..errors import KafkaOptionsError
 from ..options import DeliveryGuarantee, TransactionScope
 from ..sink.partitioners import SinkPartitioner
 from ..sink.serializer import SEQUENCE, serialize
-from ..sink.split_transactions import SplitTransactions
+from ..sink.split_transactions import SplitTransactions, progress_group
 from ..sink.transactional import TransactionalSink, transactional_id
 from ..sink.writer import WriteResult, distribute, plan_partitioner, write
 from ..source.enumerator import KafkaSplit
@@ -86,6 +86,7 @@ def open_transaction(
         consumer=sink.consumer,
         admin=clients.admin(sink),
         log=log,
+        progress_group=progress_group(sink.spec.transactional_id_prefix or "", asset_name),
     )
     transaction.begin()
     return transaction

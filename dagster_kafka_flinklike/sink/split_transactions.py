@@ -52,7 +52,8 @@ from .transactional import (
     TIMEOUT_SAFETY,
     TransactionResult,
     broker_max_transaction_timeout_ms,
-    stable_offsets,
+    fetch_committed,
+    furthest,
     transaction_timeout_ms,
 )
 from .writer import connector_error, produce_batches, producer_config, reporting_producer
@@ -367,7 +368,7 @@ def _prepare_split(plan: _TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterat
                 f"Could not initialise transactional id {tid!r}: {exc}. Nothing was committed."
             ) from exc
         wait_s = max(_REQUEST_TIMEOUT_S, plan.timeout_ms / 1000)
-        done = stable_offsets(consumer, plan.group, [(split.topic, split.partition)], wait_s)
+        done = fetch_committed(consumer, plan.group, [(split.topic, split.partition)], wait_s)
         progress = done.get((split.topic, split.partition), -1)
         if progress >= split.stop:  # committed by an earlier attempt of this run
             # Read to the end all the same: a Python worker whose task leaves input unread
@@ -518,7 +519,7 @@ class SplitTransactions:
         finally:
             producer.flush(0)
 
-    def committed_offsets(
+    def resume_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
         """Where each source partition resumes: fences the partitions' split ids, then takes
@@ -528,12 +529,9 @@ class SplitTransactions:
             return {}
         self.fence(partitions)
         wait_s = max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
-        source = stable_offsets(self._consumer(group_id), group_id, partitions, wait_s)
-        progress = stable_offsets(self._consumer(self.group), self.group, partitions, wait_s)
-        merged = dict(source)
-        for tp, offset in progress.items():
-            merged[tp] = max(offset, merged.get(tp, offset))
-        return merged
+        source = fetch_committed(self._consumer(group_id), group_id, partitions, wait_s)
+        progress = fetch_committed(self._consumer(self.group), self.group, partitions, wait_s)
+        return furthest(source, progress)
 
     def _consumer(self, group_id: str) -> Any:
         from confluent_kafka import Consumer

@@ -155,6 +155,8 @@ class TransactionalSink:
             metadata goes with the offsets (default: from ``client``).
         admin: the run's admin client of the cluster, asked for the brokers'
             ``transaction.max.timeout.ms`` (default: one built from ``client``).
+        progress_group: the asset's progress group of split transactions (see
+            :mod:`.split_transactions`), whose offsets planning also reads.
     """
 
     def __init__(
@@ -167,6 +169,7 @@ class TransactionalSink:
         consumer: Mapping[str, Any] | None = None,
         admin: KafkaAdmin | None = None,
         log: logging.Logger | Any = _log,
+        progress_group: str | None = None,
     ) -> None:
         from .writer import plan_partitioner
 
@@ -183,6 +186,9 @@ class TransactionalSink:
             else plan_partitioner(partitioner, topic, self.admin.client)
         )
         self.log = log
+        #: The group a sink with a transaction per split records its progress in (read when
+        #: planning, see :meth:`resume_offsets`).
+        self.progress_group = progress_group
         self.timeout_ms = 0
         self._producer: Any = None
         self._report = DeliveryReport()
@@ -273,15 +279,19 @@ class TransactionalSink:
         )
 
     # -- 2. authoritative offsets -----------------------------------------------------------
-    def _consumer(self, group_id: str) -> Any:
+    def _consumer(self, group_id: str, *, stable: bool = True) -> Any:
+        """A consumer of ``group_id`` (never subscribed): read_committed when ``stable``, so
+        its ``committed()`` waits out pending transactional offset commits."""
         from confluent_kafka import Consumer
 
-        if group_id not in self._consumers:
+        key = group_id if stable else f"{group_id} (as committed)"
+        if key not in self._consumers:
             config = dict(self._consumer_config)
-            config.update({"group.id": group_id, "isolation.level": "read_committed"})
+            isolation = "read_committed" if stable else "read_uncommitted"
+            config.update({"group.id": group_id, "isolation.level": isolation})
             config["enable.auto.commit"] = "false"
-            self._consumers[group_id] = Consumer(config)
-        return self._consumers[group_id]
+            self._consumers[key] = Consumer(config)
+        return self._consumers[key]
 
     def committed_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
@@ -295,7 +305,33 @@ class TransactionalSink:
         if not partitions:
             return {}
         wait_s = max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000)
-        return stable_offsets(self._consumer(group_id), group_id, partitions, wait_s)
+        return fetch_committed(self._consumer(group_id), group_id, partitions, wait_s)
+
+    def resume_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """Where each source partition resumes: the group's committed offsets, or the
+        ``progress_group``'s where they are further (a run with a transaction per split whose
+        splits committed before its source group did, and the asset switched back since).
+
+        The progress group is read without require-stable semantics: only what committed
+        counts, and a split transaction still open (a killed run's) never commits.
+        """
+        committed = self.committed_offsets(group_id, partitions)
+        if self.progress_group is None or not partitions:
+            return committed
+        consumer = self._consumer(self.progress_group, stable=False)
+        progress = fetch_committed(consumer, self.progress_group, partitions, _REQUEST_TIMEOUT_S)
+        resumed = furthest(committed, progress)
+        ahead = sorted(tp for tp in resumed if resumed[tp] != committed.get(tp))
+        if ahead:
+            self.log.warning(
+                f"Transaction {self.transactional_id!r}: the progress group "
+                f"{self.progress_group!r} is ahead of group {group_id!r} at {ahead}; "
+                f"resuming there (a run with 'sink.transaction-scope' = 'split' committed "
+                f"those splits and ended before its source group)."
+            )
+        return resumed
 
     # -- 3. produce and commit --------------------------------------------------------------
     def write(
@@ -610,12 +646,28 @@ class TransactionalSink:
                 self.log.debug(f"Transaction {self.transactional_id!r}: released with {exc}")
 
 
-def stable_offsets(
+def furthest(
+    source: Mapping[TopicPartition, int], progress: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Per partition, the further of the source group's and the progress group's offsets.
+
+    Example:
+        >>> furthest({("t", 0): 5, ("t", 1): 9}, {("t", 0): 7, ("t", 2): 1})
+        {('t', 0): 7, ('t', 1): 9, ('t', 2): 1}
+    """
+    merged = dict(source)
+    for tp, offset in progress.items():
+        merged[tp] = max(offset, merged.get(tp, offset))
+    return merged
+
+
+def fetch_committed(
     consumer: Any, group_id: str, partitions: Sequence[TopicPartition], wait_s: float
 ) -> dict[TopicPartition, int]:
-    """``group_id``'s committed offsets through a read_committed ``consumer`` of that group:
-    require-stable (KIP-447), so an offset a still-committing transaction is about to replace
-    is waited out (up to ``wait_s``), never returned. Partitions without one are absent.
+    """``group_id``'s committed offsets through a ``consumer`` of that group. A read_committed
+    consumer asks with require-stable semantics (KIP-447): an offset a still-committing
+    transaction is about to replace is waited out (up to ``wait_s``), never returned.
+    Partitions without one are absent.
 
     Raises:
         TransactionError: the cluster did not answer within ``wait_s``.

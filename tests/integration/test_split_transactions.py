@@ -202,3 +202,33 @@ def test_a_split_whose_commit_fails_after_the_verdict_is_written_again_in_the_sa
     progress = progress_group(prefix, "rewrite")
     assert sum(committed(kafka_bootstrap, progress, source, 3)) == 600
     assert sum(committed(kafka_bootstrap, f"split-{source}", source, 3)) == 600
+
+
+def test_the_run_scope_resumes_where_committed_splits_left_off(kafka_bootstrap, new_topic, spark):
+    """A split-scope run whose splits committed but whose source group did not (its driver
+    died between the two), then the asset switched back to one transaction per run: the run
+    scope resumes at the progress group, so nothing is written twice."""
+    source, sink = new_topic(partitions=2), new_topic(partitions=2)
+    produce(kafka_bootstrap, source, events(0, 200))
+    split = copy_asset(source, sink)
+    resources = resources_for(kafka_bootstrap)
+    assert materialize([split], resources=resources, instance=DagsterInstance.ephemeral()).success
+    # The source group back where it was before that run, as if its last step never happened.
+    group = f"split-{source}"
+    rewind = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+    rewind.commit(offsets=[TopicPartition(source, p, 0) for p in range(2)], asynchronous=False)
+    rewind.close()
+    produce(kafka_bootstrap, source, events(200, 50))
+
+    source_spec, sink_spec = specs(source, sink)
+    run_scope = KafkaTableSpec.from_options(
+        {**sink_spec.options, "sink.transaction-scope": "run"}, columns=COLUMNS, role="sink"
+    )
+
+    @kafka_streaming_asset(sources={"events": source_spec}, sink=run_scope, name="copy")
+    def copy(context, events):
+        return events.select("id", "payload")
+
+    second = materialize([copy], resources=resources, instance=DagsterInstance.ephemeral())
+    assert second.asset_materializations_for_node("copy")[0].metadata["numRecordsIn"].value == 50
+    assert output_ids(kafka_bootstrap, sink, 2) == Counter(range(250))
