@@ -7,12 +7,18 @@ Flink's JSON format gives (see :mod:`.json`); every other record is left null, a
 strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the faster first:
 
 - The record scanner (``_text_scan``, C, built with the package where a compiler is) decodes the
-  records of a flat table one by one into Arrow buffers: JSON strings into text columns, ``true``
-  and ``false``, integers in range, numbers into DOUBLE and FLOAT, exact decimals, and numbers
-  written as JSON strings (a sign and digits; a JSON number), which Flink parses from their text.
-  A record with anything else (see its source) is left to the next decoder, alone.
-- Arrow's C++ JSON reader takes the records the scanner left (or, for a table with nested
-  columns, all of them). A value is a candidate when it starts with ``{`` and ends with ``}``;
+  records one by one into Arrow buffers: JSON strings into text columns, ``true`` and ``false``,
+  integers in range, numbers into DOUBLE and FLOAT, exact decimals, and numbers written as JSON
+  strings (a sign and digits; a JSON number), which Flink parses from their text. It reads
+  nested columns the same way (``scan_nested``): ROW at any depth (a JSON object; a field it
+  lacks is null), ARRAY and MULTISET (a JSON array) of any of these, MAP with text keys (a JSON
+  object: its keys unescaped, and of a repeated key the last entry kept once every entry
+  converted, as Flink keeps it), nulls at any depth. A record with anything else (see its
+  source: a declared field twice, a row key with an escape, a value of another kind, NaN, ...)
+  is left to the next decoder, alone. For a changelog envelope (Flink's node-based reading) it
+  also leaves a record with a number in a text position, which that reading writes its own way.
+- Arrow's C++ JSON reader takes the records the scanner left (or all of them, for a table the
+  scanner cannot describe). A value is a candidate when it starts with ``{`` and ends with ``}``;
   the candidates are joined into one newline-delimited buffer and parsed at once into the
   declared types. A value holding a second document, or a newline that breaks it, changes the
   row count or fails the parse, and then all of them go the per-record way; so do invalid UTF-8,
@@ -21,10 +27,11 @@ strings, missing fields, duplicate keys, ``NaN`` and the rest. Two decoders, the
 - DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns, and such fields of rows, are read as text
   by both and checked against ``timestamp-format.standard``'s shape per record; a record whose
   text does not match goes the per-record way alone.
-- MAP columns with text keys (at any depth): Arrow's parser reads no maps, so the exactness
-  pass (``_text_scan.exact``, see :mod:`._exact_json`) first writes every map as the array of its
-  entries, the last of a repeated key alone as in Flink, and the parsed entries become the map.
-  A record whose map is no object or has a key with an escape goes the per-record way alone.
+- MAP columns with text keys (at any depth), for Arrow's parser: it reads no maps, so the
+  exactness pass (``_text_scan.exact``, see :mod:`._exact_json`) first writes every map as the
+  array of its entries, the last of a repeated key alone as in Flink, and the parsed entries
+  become the map. A record whose map is no object or has a key with an escape goes the
+  per-record way alone.
 - Tables neither covers decode per record only: ``fail-on-missing-field`` (neither can tell a
   missing field from a null one), MAP with keys that are not text, BYTES, and temporal types
   inside ARRAY or MAP.

@@ -1,7 +1,9 @@
-"""The record scanners (``_text_scan.c``: json, csv, protobuf) from Python: which flat tables
-they read, and the struct of a batch they give. A record a scanner leaves is null in that struct
-and goes on to the next decoding (for ``json`` Arrow's parser, then the per-record decoding; for
-``csv`` and ``protobuf`` the per-record decoding), which gives Flink's result for it.
+"""The record scanners (``_text_scan.c``: json, csv, protobuf) from Python: which tables they
+read (flat ones; for ``json`` also rows at any depth, arrays and maps with text keys:
+:func:`tree_columns`), and the struct of a batch they give. A record a scanner leaves is null in
+that struct and goes on to the next decoding (for ``json`` Arrow's parser, then the per-record
+decoding; for ``csv`` and ``protobuf`` the per-record decoding), which gives Flink's result for
+it.
 
 The scanners are a C module built with the package where a compiler is; without it every table
 decodes the way it would with records the scanners leave.

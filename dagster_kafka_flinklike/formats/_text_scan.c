@@ -1,7 +1,7 @@
 /*
  * The record scanners (json, csv, and protobuf below): a batch of values (an Arrow binary array's
- * buffers) into Arrow buffers of a flat table's columns, one pass over the bytes, no Python
- * objects per record.
+ * buffers) into Arrow buffers of a flat table's columns (json: also nested ones, see scan_nested),
+ * one pass over the bytes, no Python objects per record.
  *
  * json: it decodes a record only when the result is certainly the one Flink's JSON format gives, and
  * otherwise leaves the whole record undecoded (its bit in the returned bitmap is 0) for the

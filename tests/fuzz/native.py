@@ -142,6 +142,7 @@ class Native(Target):
                 done = data["done"]
                 counts.refused += data["refused"]
                 counts.add("scan_calls", data["scan"])
+                counts.add("nested_scan_calls", data["nested"])
                 counts.add("exact_calls", data["exact"])
                 counts.add("message_calls", data["messages"])
         if returncode == 0 and not any(s in stderr for s in SANITIZERS):

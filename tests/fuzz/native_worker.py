@@ -92,6 +92,31 @@ def json_record(rng: Any) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
+def _nested_value(rng: Any, depth: int) -> str:
+    roll = rng.randrange(6) if depth < 4 else 5
+    if roll == 0:
+        keys = [json.dumps(rng.choice(["a", "b", "id", "x", "", "ab"])) for _ in range(5)]
+        members = [k + ":" + _nested_value(rng, depth + 1) for k in keys[: rng.randrange(5)]]
+        if rng.random() < 0.1:
+            members.append('"a\\u0062":' + _nested_value(rng, depth + 1))
+        return "{" + ",".join(members) + "}"
+    if roll == 1:
+        return "[" + ",".join(_nested_value(rng, depth + 1) for _ in range(rng.randrange(5))) + "]"
+    if roll == 2:
+        return _number(rng)
+    if roll == 3:
+        return json.dumps(_text(rng), ensure_ascii=rng.random() < 0.5)
+    return rng.choice(_JSON_TOKENS).decode()
+
+
+def nested_record(rng: Any) -> bytes:
+    """A JSON object with objects and arrays inside (what nested columns read)."""
+    text = _nested_value(rng, 0)
+    return ("{" + text[1:] if text.startswith("{") else '{"a": ' + text + "}").encode(
+        "utf-8", "surrogatepass"
+    )
+
+
 def csv_record(rng: Any) -> bytes:
     fields = []
     for _ in range(rng.randrange(8)):
@@ -110,6 +135,7 @@ class Pool:
         rng = case_random(seed, "native pool", 0)
         self.json = [json_record(rng) for _ in range(1000)]
         self.csv = [csv_record(rng) for _ in range(1000)]
+        self.nested = [nested_record(rng) for _ in range(1000)]
         self.bytes = [random_bytes(rng, 40) for _ in range(1000)]
 
 
@@ -135,6 +161,50 @@ def columns(rng: Any) -> tuple[Any, ...]:
         scale = rng.randrange(0, 39) if rng.random() < 0.9 else rng.choice((-1, 2**31 - 1))
         out.append((rng.choice(_NAMES), rng.choice(driver.KINDS), precision, scale))
     return tuple(out)
+
+
+def nested_column(rng: Any, depth: int = 0) -> tuple[Any, ...]:
+    """A column description of ``scan_nested``: a scalar, a row, an array or a map."""
+    roll = rng.randrange(6) if depth < 3 else 3
+    name = rng.choice(_NAMES)
+    if roll == 0:
+        fields = tuple(nested_column(rng, depth + 1) for _ in range(rng.randrange(1, 4)))
+        return (name, "R", 0, 0, fields)
+    if roll == 1:
+        return (name, "A", 0, 0, (nested_column(rng, depth + 1),))
+    if roll == 2:
+        return (name, "M", 0, 0, ((b"", "s", 0, 0), nested_column(rng, depth + 1)))
+    precision = rng.randrange(1, 39)
+    return (name, rng.choice(driver.KINDS), precision, rng.randrange(precision + 1))
+
+
+def nested_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_nested``, and whether they are valid."""
+    described = tuple(nested_column(rng) for _ in range(rng.randrange(5)))
+    records = []
+    for _ in range(rng.randrange(12)):
+        roll = rng.random()
+        made = rng.choice(POOL.nested)
+        records.append(
+            None if roll < 0.05
+            else rng.choice(POOL.bytes) if roll < 0.1
+            else made if roll < 0.6
+            else mutate_bytes(rng, made, _JSON_TOKENS)
+        )  # fmt: skip
+    validity, offsets, data = driver.arrow_buffers(records)
+    start = rng.randrange(len(records) + 1)
+    length, valid = len(records) - start, True
+    if rng.randrange(4) == 0:
+        valid = False
+        validity = rng.choice((None, random_bytes(rng, 4)))
+        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
+    if rng.randrange(4) == 0:
+        valid = False
+        start, length = placement(rng), placement(rng)
+    if rng.randrange(16) == 0:
+        valid = False
+        described = rng.choice(driver._BAD_NESTED)
+    return (validity, offsets, data, start, length, described, rng.random() < 0.3), valid
 
 
 def _made_up_offsets(rng: Any) -> bytes:
@@ -295,7 +365,10 @@ def proto_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
 
 def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:
     """Input of ``rng``: (kind, function, arguments, whether they are valid, detail)."""
-    kind = rng.randrange(5)
+    kind = rng.randrange(6)
+    if kind == 5:
+        arguments, valid = nested_arguments(rng)
+        return "nested", driver.text_scan.scan_nested, arguments, valid, None
     if kind == 3:
         arguments, valid = exact_arguments(rng)
         return "exact", driver.text_scan.exact, arguments, valid, None
@@ -345,7 +418,7 @@ def call(rng: Any, index: int, last: int) -> tuple[str, str, Any]:
         import ctypes
 
         ctypes.string_at(0)
-    if kind in ("scan", "exact"):
+    if kind in ("scan", "exact", "nested"):
         try:
             result = function(*arguments)
         except driver.ARGUMENT_ERRORS as exc:
@@ -355,6 +428,8 @@ def call(rng: Any, index: int, last: int) -> tuple[str, str, Any]:
         try:
             if kind == "scan":
                 driver.check_scanned(result, arguments[4], arguments[5])
+            elif kind == "nested":
+                driver.check_nested(result, arguments[4], arguments[5])
             else:
                 driver.check_exact(result, arguments[4])
         except Exception as exc:
@@ -386,7 +461,7 @@ def main(seed: int, start: int, count: int) -> None:
     if count < 0:  # describe input ``start`` instead of calling
         print(describe(seed, start))
         return
-    counts = {"done": 0, "refused": 0, "scan": 0, "exact": 0, "messages": 0}
+    counts = {"done": 0, "refused": 0, "scan": 0, "nested": 0, "exact": 0, "messages": 0}
     last = os.open(driver.DIRECTORY / "last-call.txt", os.O_WRONLY | os.O_CREAT, 0o644)
     for index in range(start, start + count):
         kind, outcome, detail = call(case_random(seed, "native", index), index, last)

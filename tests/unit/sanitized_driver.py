@@ -242,6 +242,106 @@ def test_scan(arguments: tuple[tuple[Any, ...], bool]) -> None:
     scan_checked(text_scan.scan, *arguments)
 
 
+_WIDTHS = {"D": 4, "t": 8, "T": 8, "z": 8, "Z": 8, "B": 1, "H": 2, "I": 4, "f": 4, "L": 8,
+           "d": 8, "m": 16}  # fmt: skip
+_valid_scalar = st.tuples(
+    st.sampled_from(_NAMES), st.sampled_from(KINDS), st.integers(1, 38), st.integers(0, 38)
+).map(lambda c: (c[0], c[1], c[2], min(c[3], c[2])))
+_TEXT_KEY = (b"", "s", 0, 0)
+_nested_column = st.recursive(
+    _valid_scalar,
+    lambda inner: st.one_of(
+        st.builds(lambda n, fields: (n, "R", 0, 0, tuple(fields)), st.sampled_from(_NAMES),
+                  st.lists(inner, min_size=1, max_size=4)),
+        st.builds(lambda n, e: (n, "A", 0, 0, (e,)), st.sampled_from(_NAMES), inner),
+        st.builds(lambda n, v: (n, "M", 0, 0, (_TEXT_KEY, v)), st.sampled_from(_NAMES), inner),
+    ),
+    max_leaves=8,
+)  # fmt: skip
+_BAD_NESTED = [
+    ((b"a", "R", 0, 0, ()),), ((b"a", "A", 0, 0, ()),), ((b"a", "M", 0, 0, (_TEXT_KEY,)),),
+    ((b"a", "M", 0, 0, ((b"", "I", 0, 0), _TEXT_KEY)),), ((b"a", "X", 0, 0, ()),),
+    ((b"a", "R", 0, 0, [_TEXT_KEY]),), ((b"a", "s", 0, 0, ()),), ((b"a", "R", 0, 0, (5,)),),
+    ((b"a", "R", 0, 0, tuple((b"c%d" % i, "I", 0, 0) for i in range(65))),),
+    (_TEXT_KEY,) * 65,
+]  # fmt: skip
+_json_values = st.recursive(
+    _json_tokens,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+        st.lists(st.tuples(st.sampled_from(["a", "b", "id", "x", "", "a\\u0062", "ab"]), inner),
+                 max_size=4).map(lambda members: "{" + ",".join(
+                     f'"{k}":{v}' for k, v in members) + "}"),
+    ),
+    max_leaves=12,
+)  # fmt: skip
+_nested_record = _json_values.map(lambda v: v.encode("utf-8", "surrogatepass"))
+
+
+@st.composite
+def nested_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_nested``, and whether they are valid."""
+    columns = tuple(draw(st.lists(_nested_column, max_size=4)))
+    record = st.one_of(_nested_record, _json_record, st.binary(max_size=40), st.none())
+    records = draw(st.lists(record, max_size=10))
+    validity, offsets, data = arrow_buffers(records)
+    start = draw(st.integers(0, len(records)))
+    length, valid = len(records) - start, True
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
+        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        start, length = draw(_placement), draw(_placement)
+    if draw(st.integers(0, 15)) == 0:
+        valid = False
+        columns = draw(st.sampled_from(_BAD_NESTED))
+    return (validity, offsets, data, start, length, columns, draw(st.booleans())), valid
+
+
+def _check_node(result: Any, column: tuple[Any, ...], count: int) -> None:
+    slots, buffers, children = result
+    kind = column[1]
+    assert slots == count and len(buffers[0]) == (count + 7) // 8
+    if kind in "sCAM":
+        ends = struct.unpack(f"<{count + 1}i", buffers[1])
+        assert ends[0] == 0 and list(ends) == sorted(ends)
+        if kind in "sC":
+            assert ends[-1] == len(buffers[2]) and not children
+        else:
+            for child, described in zip(children, column[4], strict=True):
+                _check_node(child, described, ends[-1])
+    elif kind == "R":
+        for child, described in zip(children, column[4], strict=True):
+            _check_node(child, described, count)
+    else:
+        width = _WIDTHS.get(kind)
+        assert len(buffers[1]) == ((count + 7) // 8 if width is None else width * count)
+
+
+def check_nested(result: Any, length: int, columns: tuple[Any, ...]) -> None:
+    """The shape of a nested scan's result: a bitmap per record, each column's tree of Arrow
+    buffers, every child as long as its parent's offsets say."""
+    bitmap, results = result
+    assert len(bitmap) == (length + 7) // 8 and len(results) == len(columns)
+    for node, column in zip(results, columns, strict=True):
+        _check_node(node, column, length)
+
+
+@PROPERTY
+@given(arguments=nested_batches())
+def test_scan_nested(arguments: tuple[tuple[Any, ...], bool]) -> None:
+    call, valid = arguments
+    note("scan_nested", *call)
+    try:
+        result = text_scan.scan_nested(*call)
+    except ARGUMENT_ERRORS:
+        assert not valid, call
+        return
+    check_nested(result, call[4], call[5])
+
+
 def _varint(value: int) -> bytes:
     value &= 2**64 - 1
     out = bytearray()
@@ -495,6 +595,8 @@ def test_message_fields(
 
 
 if __name__ == "__main__":
-    for test in (test_scan, test_scan_csv, test_scan_protobuf, test_exact, test_message_fields):
+    tests = (test_scan, test_scan_nested, test_scan_csv, test_scan_protobuf, test_exact,
+             test_message_fields)  # fmt: skip
+    for test in tests:
         test()
         print(f"{test.__name__}: {EXAMPLES} examples", flush=True)

@@ -89,4 +89,4 @@ def test_the_c_modules_under_address_and_undefined_behaviour_sanitizers(tmp_path
     )
     assert run.returncode == 0, report
     assert not any(s in run.stderr for s in SANITIZERS), report
-    assert run.stdout.count("examples") == 5, report
+    assert run.stdout.count("examples") == 6, report
