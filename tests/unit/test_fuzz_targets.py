@@ -159,7 +159,7 @@ def test_a_crash_in_a_c_module_is_caught_and_the_run_goes_on(
     counts, out = _run(target, 20, tmp_path)
     assert counts.failures == 1 and counts.inputs == 20, out
     assert "FAILURE native #5 (sanitizer report or crash)" in out
-    calls = ("scan_calls", "exact_calls", "message_calls")
+    calls = ("scan_calls", "nested_scan_calls", "exact_calls", "message_calls")
     assert sum(counts.extra[k] for k in calls) == 14  # after the crash
     [file] = tmp_path.iterdir()
     assert json.loads(file.read_text())["case"]["index"] == 5
