@@ -237,12 +237,23 @@ def timed_alo(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[flo
     return seconds, Cpu.of(meter), result
 
 
+class _SinkLog:
+    """The exactly-once sinks' log lines (initialised, producing, committing, committed, the
+    producer's id and epoch) among the benchmark's own, so a failed check shows what the sink
+    did."""
+
+    def info(self, message: str) -> None:
+        common.log(f"  sink: {message}")
+
+    warning = debug = info
+
+
 def timed_eos(df: DataFrame, topic: str, client: Mapping[str, Any]) -> tuple[float, Cpu, Any]:
     """Seconds and CPU seconds by process kind of one exactly-once write (begin, write,
     commit), and its result."""
     from dagster_kafka_flinklike.sink.transactional import TransactionalSink
 
-    sink = TransactionalSink(topic, client, TRANSACTIONAL_ID)
+    sink = TransactionalSink(topic, client, TRANSACTIONAL_ID, log=_SinkLog())
     try:
         meter = common.CpuMeter()
         began = time.monotonic()
@@ -276,6 +287,7 @@ def timed_eos_split(
         f"split-{uuid.uuid4().hex[:8]}",
         partitioner=SinkPartitioner.resolve("default", topic),
         admin=KafkaAdmin({"bootstrap.servers": bootstrap}),
+        log=_SinkLog(),
     )
     try:
         meter = common.CpuMeter()
