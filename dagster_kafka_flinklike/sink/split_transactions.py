@@ -259,11 +259,8 @@ def _close(conn: socket.socket) -> None:
 def _hold(producer: Any, conn: socket.socket, deadline: float, transactional_id: str) -> None:
     """A holder thread: keep a prepared transaction open until the driver's verdict, then
     commit or abort it. No verdict by ``deadline`` (the transaction timeout's safe share), or a
-    driver that goes away, aborts it."""
-    from confluent_kafka import KafkaException
-
-    from ..errors import KafkaErrorKind, classify_kafka_error
-
+    driver that goes away, aborts it; so does a commit that fails."""
+    committed = False
     try:
         while True:
             conn.settimeout(max(0.1, deadline - time.monotonic()))
@@ -272,19 +269,9 @@ def _hold(producer: Any, conn: socket.socket, deadline: float, transactional_id:
                 conn.sendall(_PONG)
                 continue
             if command != _COMMIT:
-                break  # an abort, the driver gone, or no verdict in time
-            error: str | None = None
-            while True:
-                attempt_s = max(1.0, min(COMMIT_ATTEMPT_TIMEOUT_S, deadline - time.monotonic()))
-                try:
-                    producer.commit_transaction(attempt_s)
-                    break
-                except KafkaException as exc:
-                    kind = classify_kafka_error(exc)
-                    if kind == KafkaErrorKind.RETRIABLE and time.monotonic() < deadline:
-                        continue
-                    error = f"{transactional_id!r}: {exc}"
-                    break
+                return  # an abort, the driver gone, or no verdict in time
+            error = _commit(producer, deadline, transactional_id)
+            committed = error is None
             if error is None:
                 conn.sendall(_COMMITTED)
             else:
@@ -292,10 +279,33 @@ def _hold(producer: Any, conn: socket.socket, deadline: float, transactional_id:
                 conn.sendall(_FAILED + _LENGTH.pack(len(text)) + text)
             return
     except OSError:
-        pass
-    with contextlib.suppress(Exception):
-        producer.abort_transaction(_REQUEST_TIMEOUT_S)
-    _close(conn)
+        return
+    finally:
+        if not committed:
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(_REQUEST_TIMEOUT_S)
+        _close(conn)
+        with contextlib.suppress(Exception):
+            producer.flush(0)
+
+
+def _commit(producer: Any, deadline: float, transactional_id: str) -> str | None:
+    """Commit a holder's transaction, retrying one that timed out until ``deadline``; None
+    once committed, else why not (the driver writes the split again)."""
+    from confluent_kafka import KafkaException
+
+    from ..errors import KafkaErrorKind, classify_kafka_error
+
+    while True:
+        attempt_s = max(1.0, min(COMMIT_ATTEMPT_TIMEOUT_S, deadline - time.monotonic()))
+        try:
+            producer.commit_transaction(attempt_s)
+            return None
+        except KafkaException as exc:
+            kind = classify_kafka_error(exc)
+            if kind == KafkaErrorKind.RETRIABLE and time.monotonic() < deadline:
+                continue
+            return f"{transactional_id!r}: {exc}"
 
 
 def _register(

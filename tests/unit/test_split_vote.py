@@ -109,11 +109,13 @@ def test_a_commit_that_fails_is_reported_with_its_reason(server) -> None:
     fenced = KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance"))
     ok, bad = Prepared(), Prepared(fail_commit=fenced)
     hold(server, 0, ok)
-    hold(server, 1, bad)
+    _, bad_thread = hold(server, 1, bad)
     failed = server.commit([0, 1], 10)
     assert list(failed) == [1]
     assert "fenced by a newer instance" in failed[1] and "'t-1'" in failed[1]
     assert ok.calls == ["commit"]
+    bad_thread.join(5)
+    assert bad.calls == ["commit", "abort"]  # never left open until it times out
 
 
 def test_a_connection_without_the_token_is_refused(server) -> None:
