@@ -110,6 +110,21 @@ def send_partition(
     return received
 
 
+def accept_connections(
+    server: socket.socket, closed: threading.Event, take: Callable[[socket.socket], None]
+) -> None:
+    """Accept connections on ``server`` (a listening socket with a timeout) and hand each to
+    ``take`` until ``closed`` is set or the socket is closed."""
+    while not closed.is_set():
+        try:
+            conn, _ = server.accept()
+        except TimeoutError:
+            continue
+        except OSError:
+            return
+        take(conn)
+
+
 class BatchServer:
     """Receives partitions' Arrow streams on the driver and queues ``(partition, batch)``.
 
@@ -137,16 +152,12 @@ class BatchServer:
 
     # -- receiving --------------------------------------------------------------------------
     def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                self._connections.add(conn)
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        accept_connections(self._server, self._closed, self._receive)
+
+    def _receive(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(conn)
+        threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _put(self, item: Any) -> None:
         while not self._closed.is_set():

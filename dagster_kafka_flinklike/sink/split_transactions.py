@@ -45,7 +45,7 @@ from ..options import DeliveryGuarantee, role_config
 from ..source.admin import KafkaAdmin
 from ..source.enumerator import KafkaSplit
 from ..source.offsets import TopicPartition
-from .driver_stream import driver_address
+from .driver_stream import accept_connections, driver_address
 from .partitioners import SinkPartitioner
 from .transactional import (
     COMMIT_ATTEMPT_TIMEOUT_S,
@@ -56,7 +56,13 @@ from .transactional import (
     furthest,
     transaction_timeout_ms,
 )
-from .writer import connector_error, produce_batches, producer_config, reporting_producer
+from .writer import (
+    DeliveryReport,
+    connector_error,
+    produce_batches,
+    producer_config,
+    reporting_producer,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -131,14 +137,11 @@ class VerdictServer:
         self._acceptor.start()
 
     def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._register, args=(conn,), daemon=True).start()
+        accept_connections(
+            self._server,
+            self._closed,
+            lambda conn: threading.Thread(target=self._register, args=(conn,), daemon=True).start(),
+        )
 
     def _register(self, conn: socket.socket) -> None:
         try:
@@ -308,6 +311,32 @@ def _commit(producer: Any, deadline: float, transactional_id: str) -> str | None
             return f"{transactional_id!r}: {exc}"
 
 
+def _transactional_producer(
+    client: Mapping[str, Any], tid: str, timeout_ms: int
+) -> tuple[Any, DeliveryReport]:
+    """A producer of ``tid`` with the sink's client settings (not initialised yet)."""
+    config = producer_config(client, DeliveryGuarantee.EXACTLY_ONCE)
+    config.update({"transactional.id": tid, "transaction.timeout.ms": timeout_ms})
+    return reporting_producer(config)
+
+
+def _initialise(producer: Any, tid: str, timeout_ms: int) -> None:
+    """``init_transactions``: fences the id's earlier producers and ends what they left open.
+
+    Raises:
+        TransactionError: the id could not be initialised.
+    """
+    from confluent_kafka import KafkaException
+
+    try:
+        producer.list_topics(timeout=_REQUEST_TIMEOUT_S)  # the cluster first, as the run path
+        producer.init_transactions(max(_REQUEST_TIMEOUT_S, timeout_ms / 1000))
+    except KafkaException as exc:
+        raise TransactionError(
+            f"Could not initialise transactional id {tid!r}: {exc}. Nothing was committed."
+        ) from exc
+
+
 def _register(
     address: tuple[str, int], token: bytes, split: int, attempt: int, records: int, size: int
 ) -> socket.socket:
@@ -357,9 +386,7 @@ def _prepare_split(plan: _TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterat
     tid = split_transactional_id(plan.prefix, plan.asset, split.topic, split.partition)
     started = time.monotonic()
     deadline = started + plan.timeout_ms / 1000 * TIMEOUT_SAFETY
-    config = producer_config(plan.producer, DeliveryGuarantee.EXACTLY_ONCE)
-    config.update({"transactional.id": tid, "transaction.timeout.ms": plan.timeout_ms})
-    producer, report = reporting_producer(config)
+    producer, report = _transactional_producer(plan.producer, tid, plan.timeout_ms)
     consumer = Consumer(
         {
             **plan.consumer,
@@ -370,13 +397,7 @@ def _prepare_split(plan: _TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterat
     )
     handed = False
     try:
-        try:
-            producer.list_topics(timeout=_REQUEST_TIMEOUT_S)
-            producer.init_transactions(max(_REQUEST_TIMEOUT_S, plan.timeout_ms / 1000))
-        except KafkaException as exc:
-            raise TransactionError(
-                f"Could not initialise transactional id {tid!r}: {exc}. Nothing was committed."
-            ) from exc
+        _initialise(producer, tid, plan.timeout_ms)
         wait_s = max(_REQUEST_TIMEOUT_S, plan.timeout_ms / 1000)
         done = fetch_committed(consumer, plan.group, [(split.topic, split.partition)], wait_s)
         progress = done.get((split.topic, split.partition), -1)
@@ -514,18 +535,10 @@ class SplitTransactions:
         self.log.info(f"Fenced {len(ids)} split transactional id(s) of {self.asset!r}.")
 
     def _fence_one(self, tid: str) -> None:
-        from confluent_kafka import KafkaException
 
-        config = producer_config(self.client, DeliveryGuarantee.EXACTLY_ONCE)
-        config.update({"transactional.id": tid, "transaction.timeout.ms": self.timeout_ms})
-        producer, _ = reporting_producer(config)
+        producer, _ = _transactional_producer(self.client, tid, self.timeout_ms)
         try:
-            producer.list_topics(timeout=_REQUEST_TIMEOUT_S)
-            producer.init_transactions(max(_REQUEST_TIMEOUT_S, self.timeout_ms / 1000))
-        except KafkaException as exc:
-            raise TransactionError(
-                f"Could not initialise transactional id {tid!r}: {exc}. Nothing was written."
-            ) from exc
+            _initialise(producer, tid, self.timeout_ms)
         finally:
             producer.flush(0)
 
