@@ -2209,10 +2209,15 @@ static PyObject *scan_nested(PyObject *self, PyObject *args) {
     Py_ssize_t bad = 0;
     Py_BEGIN_ALLOW_THREADS
     /* The record level's nodes hold a slot per record: room for all of them at once, and as
-     * much for the others to start with (most hold at least as many). */
+     * much (up to a bound: a table may have many nodes) for the others to start with. */
     Node *root = &t->nodes[0];
-    for (int j = 1; j < t->n_nodes && !failed; j++)
-        if (length > 0 && node_room(&t->nodes[j], length - 1) < 0)
+    for (int j = 1; j < t->n_nodes && !failed; j++) {
+        Py_ssize_t room = length < 4096 ? length : 4096;
+        if (room > 0 && node_room(&t->nodes[j], room - 1) < 0)
+            failed = 1;
+    }
+    for (int k = 0; k < root->n_children && !failed; k++)
+        if (length > 0 && node_room(child(t, root, k), length - 1) < 0)
             failed = 1;
     for (Py_ssize_t i = 0; i < length && !failed; i++) {
         const uint8_t *start, *stop;
