@@ -123,13 +123,9 @@ def prepare_spark_environment(master: str | None) -> None:
 #: Spark settings that make the connector's ``mapInArrow`` queries cheaper (see the README's
 #: "Spark settings"): PySpark's 64 MiB default byte limit on an Arrow batch makes the JVM
 #: measure the batch after every row it adds, about 0.3 µs per record a sink writes; batches
-#: stay bounded by ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows). Spark compiles
-#: no projection of more than 100 fields (nested ones counted) into whole-stage code, and a
-#: decoding's projections carry the decoded struct, the parsed one and a column per field: a
-#: 40-column table's ran interpreted row by row (a third less JVM time compiled, here).
+#: stay bounded by ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows).
 CONNECTOR_SPARK_CONFIG: dict[str, str] = {
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
-    "spark.sql.codegen.maxFields": "1000",
 }
 
 

@@ -68,7 +68,6 @@ _BASE_PROPERTIES: tuple[tuple[str, str], ...] = (
     ("spark.sql.shuffle.partitions", "4"),
     ("spark.sql.execution.arrow.pyspark.enabled", "true"),
     ("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647"),
-    ("spark.sql.codegen.maxFields", "1000"),
 )
 
 
