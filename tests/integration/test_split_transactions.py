@@ -12,16 +12,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from dagster import DagsterInstance, materialize
 
 from dagster_kafka_flinklike import (
-    KafkaResource,
     KafkaTableSpec,
-    SparkResource,
     kafka_streaming_asset,
 )
 from dagster_kafka_flinklike.errors import KafkaOptionsError
 from dagster_kafka_flinklike.run import StreamingRun
 from dagster_kafka_flinklike.sink.split_transactions import progress_group, split_transactional_id
-from dagster_kafka_flinklike.spark import local_spark_config
-from tests.conftest import consume_all, produce
+from tests.conftest import produce
+from tests.integration.test_exactly_once import committed, output_ids, resources_for
 
 COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "payload", "type": "STRING"}]
 SPLIT = {"sink.transaction-scope": "split"}
@@ -72,26 +70,6 @@ def events(first: int, count: int, bad: tuple[int, ...] = ()) -> list[tuple[None
         (None, b"{not json" if i in bad else json.dumps({"id": i, "payload": f"p{i}"}).encode())
         for i in range(first, first + count)
     ]
-
-
-def output_ids(bootstrap: str, topic: str, partitions: int, isolation="read_committed") -> Counter:
-    return Counter(
-        json.loads(m.value())["id"] for m in consume_all(bootstrap, topic, partitions, isolation)
-    )
-
-
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-    consumer.close()
-    return [tp.offset for tp in found]
-
-
-def resources_for(bootstrap: str) -> dict:
-    return {
-        "kafka": KafkaResource(bootstrap_servers=bootstrap),
-        "pyspark": SparkResource(spark_config=local_spark_config("tests")),
-    }
 
 
 def test_each_split_commits_its_output_with_its_progress(kafka_bootstrap, new_topic, spark):
