@@ -1,9 +1,9 @@
-"""The record scanners (``_text_scan.c``: json, csv, protobuf) from Python: which tables they
-read (flat ones; for ``json`` also rows at any depth, arrays and maps with text keys:
+"""The record scanners (``_text_scan.c``: json, csv, protobuf, avro) from Python: which tables
+they read (flat ones; for ``json`` also rows at any depth, arrays and maps with text keys:
 :func:`tree_columns`), and the struct of a batch they give. A record a scanner leaves is null in
 that struct and goes on to the next decoding (for ``json`` Arrow's parser, then the per-record
-decoding; for ``csv`` and ``protobuf`` the per-record decoding), which gives Flink's result for
-it.
+decoding; for ``csv``, ``protobuf`` and ``avro`` the per-record decoding), which gives Flink's
+result for it.
 
 The scanners are a C module built with the package where a compiler is; without it every table
 decodes the way it would with records the scanners leave.
@@ -341,3 +341,94 @@ def protobuf_decoder(
             flags |= _PB_CLOSED
         fields.append((field.number, field.type, by_name.get(field.name, -1), flags))
     return NativeProtobuf(columns, tuple(described), tuple(fields))
+
+
+#: An Avro column's scanner kind by its Avro type (see ``_text_scan.c``): a primitive's name, or
+#: (type, logicalType) of a logical one; TINYINT and SMALLINT are ints of a narrower range.
+_AVRO_KINDS: dict[Any, str] = {
+    "string": "s",
+    "bytes": "y",
+    "boolean": "b",
+    "int": "I",
+    "long": "L",
+    "float": "f",
+    "double": "d",
+    ("bytes", "decimal"): "m",
+    ("int", "date"): "D",
+    ("int", "time-millis"): "C",
+    ("long", "timestamp-millis"): "t",
+    ("long", "local-timestamp-millis"): "t",
+    ("long", "timestamp-micros"): "T",
+    ("long", "local-timestamp-micros"): "T",
+}
+_AVRO_NARROW = {"TINYINT": "B", "SMALLINT": "H"}
+#: A scanner's description of an Avro column: name, kind, nullable, DECIMAL precision and scale.
+AvroColumn = tuple[bytes, str, bool, int, int]
+
+
+def _avro_column(column: Column, field: Mapping[str, Any]) -> AvroColumn | None:
+    """The scanner's description of ``column`` read as the record's ``field`` (its type as the
+    derived schema writes it: the type, or a union of null and the type), or None."""
+    avro_type, nullable = field["type"], False
+    if isinstance(avro_type, list):
+        if len(avro_type) != 2 or avro_type[0] != "null":
+            return None
+        avro_type, nullable = avro_type[1], True
+    precision, scale = 0, 0
+    if isinstance(avro_type, dict):
+        logical = avro_type.get("logicalType")
+        kind = _AVRO_KINDS.get((avro_type.get("type"), logical)) if logical else None
+        if kind == "m":
+            precision, scale = avro_type["precision"], avro_type.get("scale", 0)
+    else:
+        kind = _AVRO_KINDS.get(avro_type)
+    if kind == "I":
+        kind = _AVRO_NARROW.get(column.flink_type.name, kind)
+    if kind is None or (kind == "m" and not (1 <= precision <= 38 and 0 <= scale <= precision)):
+        return None
+    return (column.name.encode(), kind, nullable, precision, scale)
+
+
+class NativeAvro:
+    """Decodes a batch of Avro datums into a struct of a flat table's columns with the scanner;
+    null where a record needs the per-record decoding (picklable: built on the driver, run in
+    the tasks)."""
+
+    def __init__(self, columns: Sequence[Column], described: tuple[AvroColumn, ...]) -> None:
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        self.columns = described
+        #: The struct's Spark type: what the per-record decoding gives for the same columns.
+        self.spark_type = struct_type(columns)
+        self.arrow_type: pa.StructType = to_arrow_type(self.spark_type, timezone="UTC")
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        try:
+            struct, _ = scanned(values, self.arrow_type, scanner().scan_avro, self.columns)
+        except pa.ArrowException:  # never fail the reading task: decode per record
+            return pa.nulls(len(values), self.arrow_type)
+        return struct
+
+
+def avro_decoder(columns: Sequence[Column], schema: str) -> NativeAvro | None:
+    """The scanner of a flat table's datums of ``schema`` (the Avro schema derived from
+    ``columns``, Avro's binary encoding), or None when the table needs the per-record decoding
+    for every record: a nested column, a type the scanner does not read, or no scanners built."""
+    import json
+
+    if scanner() is None or not columns or len(columns) > MAX_COLUMNS:
+        return None
+    fields = json.loads(schema)["fields"]
+    if len(fields) != len(columns):
+        return None
+    described = []
+    for column, field in zip(columns, fields, strict=True):
+        if field["name"] != column.name:
+            return None
+        described_column = _avro_column(column, field)
+        if described_column is None:
+            return None
+        described.append(described_column)
+    return NativeAvro(columns, tuple(described))

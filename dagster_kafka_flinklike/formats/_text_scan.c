@@ -1,7 +1,7 @@
 /*
- * The record scanners (json, csv, and protobuf below): a batch of values (an Arrow binary array's
- * buffers) into Arrow buffers of a flat table's columns (json: also nested ones, see scan_nested),
- * one pass over the bytes, no Python objects per record.
+ * The record scanners (json, csv, and protobuf and avro below): a batch of values (an Arrow
+ * binary array's buffers) into Arrow buffers of a flat table's columns (json: also nested ones,
+ * see scan_nested), one pass over the bytes, no Python objects per record.
  *
  * json: it decodes a record only when the result is certainly the one Flink's JSON format gives, and
  * otherwise leaves the whole record undecoded (its bit in the returned bitmap is 0) for the
@@ -72,6 +72,8 @@ typedef struct {
     int unset_null;
     EnumName *enum_names;
     int n_enum_names;
+    /* avro: a union of null and the type */
+    int nullable;
     /* output */
     uint8_t *valid;     /* bitmap, LSB first */
     char *values;       /* fixed width: length * width; booleans: a bitmap */
@@ -1286,6 +1288,215 @@ static int scan_proto_record(const uint8_t *p, const uint8_t *end, Column *cols,
     return 0;
 }
 
+/*
+ * avro: one datum of the table's record schema in Avro's binary encoding (the schema Flink
+ * derives from the columns: the columns' fields in order, a nullable column a union of null and
+ * its type), decoded into a flat table's columns when the result is certainly the one the
+ * per-record decoding gives (fastavro, Spark's from_avro); otherwise the record is left to it:
+ * a truncated datum, bytes after it, a union branch other than 0 (null) and 1, a varint longer
+ * than its type's (5 bytes for an int, 10 for a long) or an int beyond 32 bits, a boolean byte
+ * other than 0 and 1, a negative length, invalid UTF-8 in a string, a value out of its column's
+ * range (TINYINT, SMALLINT), a decimal whose bytes are empty or whose value does not fit its
+ * precision, or a date, time or timestamp Python's datetime cannot hold. The kinds:
+ *
+ *   's' STRING, 'y' BYTES: a string or bytes (a long length, then the bytes)
+ *   'b' BOOLEAN, 'f' FLOAT, 'd' DOUBLE: the value (1 byte; 4 and 8 bytes little endian)
+ *   'B' 'H' 'I' TINYINT, SMALLINT, INT: an int (a zigzag varint); 'L' BIGINT: a long
+ *   'm' DECIMAL(p, s): bytes+decimal, the unscaled value two's complement big endian
+ *   'D' DATE: int+date (days since 1970-01-01); 'C' TIME: int+time-millis, kept as the text
+ *       Python's isoformat gives (HH:MM:SS, with .mmm when the milliseconds are not 0)
+ *   't' 'T' TIMESTAMP, TIMESTAMP_LTZ: long+timestamp-millis / -micros (also local-timestamp-*),
+ *       as microseconds since the epoch
+ */
+
+/* The days and instants Python's datetime holds (0001-01-01 to 9999-12-31), as fastavro reads
+ * them: beyond them the per-record decoding finds the record dirty. */
+#define AVRO_MIN_DAYS (-719162LL)
+#define AVRO_MAX_DAYS 2932896LL
+#define AVRO_MIN_MICROS (-62135596800000000LL)
+#define AVRO_MAX_MICROS 253402300799999999LL
+
+/* An Avro int (a zigzag varint of at most 5 bytes, within 32 bits): 0, or -1. */
+static inline int avro_int(const uint8_t **pp, const uint8_t *end, int32_t *out) {
+    uint64_t v;
+    if (read_varint(pp, end, &v, 5) < 0 || v > UINT32_MAX)
+        return -1;
+    uint32_t u = (uint32_t)v;
+    *out = (int32_t)((u >> 1) ^ (0u - (u & 1)));
+    return 0;
+}
+
+/* An Avro long (a zigzag varint of at most 10 bytes): 0, or -1. */
+static inline int avro_long(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+    uint64_t v;
+    if (read_varint(pp, end, &v, 10) < 0)
+        return -1;
+    *out = (int64_t)((v >> 1) ^ (0u - (v & 1)));
+    return 0;
+}
+
+/* The bytes of a string, bytes or decimal (a long length, then as many bytes): 0, or -1. */
+static inline int avro_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **bytes,
+                             Py_ssize_t *n) {
+    int64_t length;
+    if (avro_long(pp, end, &length) < 0 || length < 0 || length > end - *pp)
+        return -1;
+    *bytes = *pp;
+    *n = (Py_ssize_t)length;
+    *pp += length;
+    return 0;
+}
+
+/* A decimal's unscaled value (two's complement, big endian) into a 16-byte slot: 0, or -1 when
+ * the bytes are empty or the value has more than `precision` digits. */
+static int avro_decimal(const uint8_t *p, Py_ssize_t n, int precision, char *out) {
+    if (n == 0)
+        return -1; /* fastavro reads 0, Spark's from_avro nothing: the per-record path decides */
+    while (n > 1 && ((p[0] == 0x00 && p[1] < 0x80) || (p[0] == 0xFF && p[1] >= 0x80))) {
+        p++; /* sign extension */
+        n--;
+    }
+    if (n > 16)
+        return -1;
+    unsigned __int128 u = p[0] >= 0x80 ? ~(unsigned __int128)0 : 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        u = (u << 8) | p[i];
+    __int128 value = (__int128)u;
+    unsigned __int128 bound = 1;
+    for (int i = 0; i < precision; i++)
+        bound *= 10;
+    unsigned __int128 magnitude = value < 0 ? (unsigned __int128)0 - u : u;
+    if (magnitude >= bound)
+        return -1;
+    memcpy(out, &value, 16);
+    return 0;
+}
+
+/* A time of day in milliseconds as Python's isoformat writes it (milliseconds only when not 0):
+ * its length. */
+static int time_text(int32_t ms, char text[16]) {
+    int h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, f = ms % 1000;
+    text[0] = (char)('0' + h / 10);
+    text[1] = (char)('0' + h % 10);
+    text[2] = ':';
+    text[3] = (char)('0' + m / 10);
+    text[4] = (char)('0' + m % 10);
+    text[5] = ':';
+    text[6] = (char)('0' + s / 10);
+    text[7] = (char)('0' + s % 10);
+    if (f == 0)
+        return 8;
+    text[8] = '.';
+    text[9] = (char)('0' + f / 100);
+    text[10] = (char)('0' + f / 10 % 10);
+    text[11] = (char)('0' + f % 10);
+    return 12;
+}
+
+static int append_text(Column *col, const void *p, Py_ssize_t n) {
+    if (reserve(&col->text, n) < 0)
+        return -2;
+    if (n > 0)
+        memcpy(col->text.data + col->text.used, p, (size_t)n);
+    col->text.used += n;
+    return 0;
+}
+
+/* One value of the column's type at *pp into row `row`: 0, -1 to leave the record, -2 out of
+ * memory. */
+static int avro_value(const uint8_t **pp, const uint8_t *end, Column *col, Py_ssize_t row) {
+    char *slot = col->values ? col->values + row * col->width : NULL;
+    int32_t i32;
+    int64_t i64;
+    const uint8_t *bytes;
+    Py_ssize_t n;
+    switch (col->kind) {
+    case 'b':
+        if (*pp >= end || **pp > 1)
+            return -1;
+        if (*(*pp)++)
+            set_bit((uint8_t *)col->values, row);
+        else
+            clear_bit((uint8_t *)col->values, row);
+        break;
+    case 'B': case 'H': case 'I': case 'D': case 'C':
+        if (avro_int(pp, end, &i32) < 0)
+            return -1;
+        if (col->kind == 'B') {
+            if (i32 < INT8_MIN || i32 > INT8_MAX)
+                return -1;
+            int8_t v = (int8_t)i32;
+            memcpy(slot, &v, 1);
+        } else if (col->kind == 'H') {
+            if (i32 < INT16_MIN || i32 > INT16_MAX)
+                return -1;
+            int16_t v = (int16_t)i32;
+            memcpy(slot, &v, 2);
+        } else if (col->kind == 'C') {
+            char text[16];
+            if (i32 < 0 || i32 >= 86400000)
+                return -1;
+            if (append_text(col, text, time_text(i32, text)) < 0)
+                return -2;
+        } else {
+            if (col->kind == 'D' && (i32 < AVRO_MIN_DAYS || i32 > AVRO_MAX_DAYS))
+                return -1;
+            memcpy(slot, &i32, 4);
+        }
+        break;
+    case 'L': case 't': case 'T':
+        if (avro_long(pp, end, &i64) < 0)
+            return -1;
+        if (col->kind == 't') { /* milliseconds: the range checked before the product */
+            if (i64 < AVRO_MIN_MICROS / 1000 || i64 > AVRO_MAX_MICROS / 1000)
+                return -1;
+            i64 *= 1000;
+        } else if (col->kind == 'T' && (i64 < AVRO_MIN_MICROS || i64 > AVRO_MAX_MICROS)) {
+            return -1;
+        }
+        memcpy(slot, &i64, 8);
+        break;
+    case 'f': case 'd':
+        if (end - *pp < col->width)
+            return -1;
+        memcpy(slot, *pp, (size_t)col->width); /* little endian, as Arrow's */
+        *pp += col->width;
+        break;
+    case 's': case 'y':
+        if (avro_bytes(pp, end, &bytes, &n) < 0 || (col->kind == 's' && !valid_utf8(bytes, n)))
+            return -1;
+        if (append_text(col, bytes, n) < 0)
+            return -2;
+        break;
+    case 'm':
+        if (avro_bytes(pp, end, &bytes, &n) < 0 || avro_decimal(bytes, n, col->precision, slot) < 0)
+            return -1;
+        break;
+    default:
+        return -1;
+    }
+    set_bit(col->valid, row);
+    return 0;
+}
+
+/* One datum into row `row`: 0 decoded, -1 left, -2 out of memory. */
+static int scan_avro_record(const uint8_t *p, const uint8_t *end, Column *cols, int n_cols,
+                            Py_ssize_t row) {
+    for (int j = 0; j < n_cols; j++) {
+        if (cols[j].nullable) { /* the union's branch: 0 null, 1 the type (zigzag: 0, 2) */
+            uint64_t branch;
+            if (read_varint(&p, end, &branch, 10) < 0 || (branch != 0 && branch != 2))
+                return -1;
+            if (branch == 0)
+                continue;
+        }
+        int r = avro_value(&p, end, &cols[j], row);
+        if (r < 0)
+            return r;
+    }
+    return p == end ? 0 : -1; /* exactly one datum */
+}
+
 static void free_columns(Column *cols, int n_cols) {
     for (int j = 0; j < n_cols; j++) {
         free(cols[j].enum_names);
@@ -1458,10 +1669,50 @@ static int proto_column(PyObject *spec, Column *col) {
     return 0;
 }
 
-/* A batch through the json scanner (csv and proto NULL), the csv one or the protobuf one. */
+/* An avro column's (name, kind, nullable, precision, scale) into col: 0, or -1 with an
+ * exception set. */
+static int avro_column(PyObject *spec, Column *col) {
+    const char *name, *kind;
+    Py_ssize_t name_len, kind_len;
+    int nullable, precision, scale;
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "a column must be a (name, kind, nullable, precision, scale) tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "y#s#pii", &name, &name_len, &kind, &kind_len, &nullable,
+                          &precision, &scale))
+        return -1;
+    if (kind_len != 1 || !strchr("sybBHILfdmDCtT", kind[0])) {
+        PyErr_Format(PyExc_ValueError, "unknown column kind %R", PyTuple_GET_ITEM(spec, 1));
+        return -1;
+    }
+    if (kind[0] == 'm' && (precision < 1 || precision > 38 || scale < 0 || scale > precision)) {
+        PyErr_SetString(PyExc_ValueError, "DECIMAL precision must be 1..38, scale 0..p");
+        return -1;
+    }
+    col->name = name;
+    col->name_len = name_len;
+    col->kind = kind[0];
+    switch (kind[0]) { /* text kinds and booleans (a bitmap): 0 */
+    case 'B': col->width = 1; break;
+    case 'H': col->width = 2; break;
+    case 'I': case 'D': case 'f': col->width = 4; break;
+    case 'L': case 'd': case 't': case 'T': col->width = 8; break;
+    case 'm': col->width = 16; break;
+    default: col->width = 0; break;
+    }
+    col->nullable = nullable;
+    col->precision = precision;
+    col->scale = scale;
+    return 0;
+}
+
+/* A batch through the json scanner (csv, proto NULL and avro 0), the csv one, the protobuf one
+ * or the avro one. */
 static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObject *data_obj,
                             Py_ssize_t offset, Py_ssize_t length, PyObject *columns_obj,
-                            const Csv *csv, const ProtoSpec *proto) {
+                            const Csv *csv, const ProtoSpec *proto, int avro) {
     if (!PyTuple_Check(columns_obj) || PyTuple_GET_SIZE(columns_obj) > MAX_COLUMNS) {
         PyErr_SetString(PyExc_ValueError, "columns must be a tuple of at most 64 columns");
         return NULL;
@@ -1480,7 +1731,10 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
     for (int j = 0; j < n_cols; j++) {
         PyObject *spec = PyTuple_GET_ITEM(columns_obj, j);
         Column *col = &cols[j];
-        if ((proto != NULL ? proto_column(spec, col) : text_column(spec, col)) < 0)
+        int described = proto != NULL ? proto_column(spec, col)
+                        : avro      ? avro_column(spec, col)
+                                    : text_column(spec, col);
+        if (described < 0)
             goto done;
         col->valid = calloc((size_t)(bitmap_size ? bitmap_size : 1), 1);
         if (is_text(col->kind)) {
@@ -1522,6 +1776,8 @@ static PyObject *scan_batch(PyObject *validity_obj, PyObject *offsets_obj, PyObj
                 marks[j] = cols[j].text.used;
             if (proto != NULL) {
                 r = scan_proto_record(start, stop, cols, n_cols, i, proto, marks);
+            } else if (avro) {
+                r = scan_avro_record(start, stop, cols, n_cols, i);
             } else if (csv != NULL) {
                 r = scan_csv_record(start, stop, cols, n_cols, i, csv, &scratch);
             } else {
@@ -1609,7 +1865,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "OOOnnO", &validity, &offsets, &data, &offset, &length, &columns))
         return NULL;
-    return scan_batch(validity, offsets, data, offset, length, columns, NULL, NULL);
+    return scan_batch(validity, offsets, data, offset, length, columns, NULL, NULL, 0);
 }
 
 /*
@@ -3059,7 +3315,7 @@ static PyObject *scan_csv(PyObject *self, PyObject *args) {
         csv.null_literal = PyBytes_AS_STRING(null_literal);
         csv.null_length = PyBytes_GET_SIZE(null_literal);
     }
-    return scan_batch(validity, offsets, data, offset, length, columns, &csv, NULL);
+    return scan_batch(validity, offsets, data, offset, length, columns, &csv, NULL, 0);
 }
 
 PyDoc_STRVAR(scan_protobuf_doc,
@@ -3108,9 +3364,24 @@ static PyObject *scan_protobuf(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    PyObject *result = scan_batch(validity, offsets, data, offset, length, columns, NULL, &spec);
+    PyObject *result = scan_batch(validity, offsets, data, offset, length, columns, NULL, &spec, 0);
     free(spec.fields);
     return result;
+}
+
+PyDoc_STRVAR(scan_avro_doc,
+    "scan_avro(validity, offsets, data, offset, length, columns) -> (decoded, [buffers per column])\n\n"
+    "As scan(), for Avro datums (binary encoding) of the record of the flat `columns`, in the\n"
+    "record's field order: (name: bytes, kind: str of 'sybBHILfdmDCtT', nullable: bool (a union\n"
+    "of null and the type), precision: int, scale: int) each.");
+
+static PyObject *scan_avro(PyObject *self, PyObject *args) {
+    PyObject *validity, *offsets, *data, *columns;
+    Py_ssize_t offset, length;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnO", &validity, &offsets, &data, &offset, &length, &columns))
+        return NULL;
+    return scan_batch(validity, offsets, data, offset, length, columns, NULL, NULL, 1);
 }
 
 static PyMethodDef METHODS[] = {
@@ -3118,13 +3389,15 @@ static PyMethodDef METHODS[] = {
     {"scan_nested", scan_nested, METH_VARARGS, scan_nested_doc},
     {"scan_csv", scan_csv, METH_VARARGS, scan_csv_doc},
     {"scan_protobuf", scan_protobuf, METH_VARARGS, scan_protobuf_doc},
+    {"scan_avro", scan_avro, METH_VARARGS, scan_avro_doc},
     {"exact", exact, METH_VARARGS, exact_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {
     PyModuleDef_HEAD_INIT, "_text_scan",
-    "The record scanners: JSON (flat and nested), CSV and protobuf values into Arrow buffers.",
+    "The record scanners: JSON (flat and nested), CSV, protobuf and Avro values into Arrow\n"
+    "buffers.",
     -1, METHODS, NULL, NULL, NULL, NULL,
 };
 

@@ -46,6 +46,18 @@ def scan_csv(
     """As :func:`scan`, for CSV records (``columns`` in field order; ``quote`` and ``escape``
     byte values or -1 for none)."""
 
+def scan_avro(
+    validity: Any,
+    offsets: Any,
+    data: Any,
+    offset: int,
+    length: int,
+    columns: tuple[tuple[bytes, str, bool, int, int], ...],
+) -> tuple[bytes, list[tuple[bytes, ...]]]:
+    """As :func:`scan`, for Avro datums (binary encoding) of the record of the flat ``columns``
+    in its field order: (name, kind, nullable: a union of null and the type, precision,
+    scale)."""
+
 def exact(
     validity: Any,
     offsets: Any,

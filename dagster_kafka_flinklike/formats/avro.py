@@ -3,7 +3,10 @@
 As Flink's ``avro`` format: the writer's schema is the table's (see ``options.avro_schema``), so a
 producer must write exactly that schema; ``avro.encoding`` chooses Avro's binary or JSON
 encoding. Records are decoded and encoded with fastavro in the executors' Python workers (see
-:mod:`._python`); a record that does not decode is dirty, with fastavro's reason.
+:mod:`._python`); a record that does not decode is dirty, with fastavro's reason. A flat table's
+binary datums are first decoded natively in the reading tasks (the record scanner, see
+:mod:`._scanners`), then by Spark's ``from_avro`` where the session has it (see
+:mod:`._spark_avro`); each later decoding reads only the records the earlier ones left.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import Column, avro_schema
 from . import _spark_avro
-from .base import Decoded, PythonFormat, RecordDecoder, RecordEncoder, Stages, values_only
+from .base import (
+    Decoded,
+    NativeDecoder,
+    Options,
+    PythonFormat,
+    RecordDecoder,
+    RecordEncoder,
+    Stages,
+    values_only,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -91,6 +103,18 @@ class Avro(PythonFormat):
 
     name = NAME
     stage = "avro"
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeDecoder | None:
+        """A decoder of whole Arrow batches of binary datums (the record scanner, C) that the
+        reader's tasks run where the bytes are, for a flat table of scalar, text, bytes,
+        DECIMAL, DATE, TIME and TIMESTAMP columns; None otherwise (``avro.encoding`` json, a
+        nested column: see :mod:`._scanners`). A record it leaves null is decoded per record."""
+        from ._scanners import avro_decoder
+
+        settings = self.checked_settings(columns, options)
+        if settings["encoding"] != "binary":
+            return None
+        return avro_decoder(columns, _schema(columns, settings))
 
     def record_decoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str

@@ -45,7 +45,7 @@ from ._avro_schema import (
     without_logical_types,
 )
 from .avro import Avro, datum_writer
-from .base import RecordDecoder, RecordEncoder
+from .base import Options, RecordDecoder, RecordEncoder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SparkColumn
@@ -183,6 +183,11 @@ class AvroConfluent(Avro):
         #: The format the messages of writes name (``debezium-avro-confluent`` writes its
         #: envelope with this format).
         self.written_as = written_as
+
+    def native_decoder(self, columns: Sequence[Column], options: Options) -> None:
+        """None: a record's writer schema is the one its framing names in the registry, which
+        may differ from the table's, so each is decoded per record."""
+        return None
 
     def record_decoder(
         self, columns: Sequence[Column], settings: Mapping[str, Any], side: str
