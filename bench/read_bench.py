@@ -15,7 +15,8 @@ then measures records per second of
   with ``from_json``), in the same session (``ratio_json_step_vs_spark``,
   ``ratio_json_step_vs_raw``, ``ratio_value_vs_spark``);
 - ``reader_avro_rps``: the same orders as Avro datums (format ``avro``, the schema derived from
-  the columns) in a second topic, read and decoded (``ratio_avro``, ``ratio_avro_vs_json``),
+  the columns) in a second topic, read and decoded (natively where the scanner takes them:
+  ``ratio_avro``, ``ratio_avro_vs_json``),
   and ``spark_avro_rps``, Spark's own source with ``from_avro`` of the same schema over that
   topic (``ratio_avro_vs_spark``);
 - ``reader_protobuf_rps``: the same orders as protobuf messages (format ``protobuf``, message
@@ -414,14 +415,14 @@ def warm_up(spark: SparkSession, work: Workload, slots: int) -> None:
         raise RuntimeError(f"decoding the warm-up orders gave {rows} rows, {dirty} dirty")
     avro_topic = work.avro_spec.topics[0]
     warm_avro = [KafkaSplit(avro_topic, s.partition, s.start, s.stop) for s in warm]
-    df = read_splits(spark, warm_avro, work.consumer_config, work.fields, batch_size=work.batch)
+    df = native_frame(spark, work, work.avro_spec, warm_avro)
     jit += timed_noop_write(spark, decode_records(work.avro_spec, df)).jit_cpu
     avro_rows, avro_dirty = dirty_rows(decode_records(work.avro_spec, df))
     if avro_rows != rows or avro_dirty:
         raise RuntimeError(f"decoding the Avro orders gave {avro_rows} rows, {avro_dirty} dirty")
     protobuf_topic = work.protobuf_spec.topics[0]
     warm_protobuf = [KafkaSplit(protobuf_topic, s.partition, s.start, s.stop) for s in warm]
-    df = protobuf_frame(spark, work, warm_protobuf)
+    df = native_frame(spark, work, work.protobuf_spec, warm_protobuf)
     jit += timed_noop_write(spark, decode_records(work.protobuf_spec, df)).jit_cpu
     pb_rows, pb_dirty = dirty_rows(decode_records(work.protobuf_spec, df))
     if pb_rows != rows or pb_dirty:
@@ -526,15 +527,13 @@ def measure(spark: SparkSession, work: Workload, slots: int, repeats: int) -> tu
             raise RuntimeError(f"reader + JSON returned {run.rows} rows, expected {records}")
         record("json", f"reader + JSON -> noop{tag}", run.seconds, run.cpu, run)
 
-        raw = read_splits(
-            spark, work.avro_splits, work.consumer_config, work.fields, batch_size=work.batch
-        )
+        raw = native_frame(spark, work, work.avro_spec, work.avro_splits)
         run = timed_noop_write(spark, decode_records(work.avro_spec, raw))
         if run.rows != records:
             raise RuntimeError(f"reader + Avro returned {run.rows} rows, expected {records}")
         record("avro", f"reader + Avro -> noop{tag}", run.seconds, run.cpu, run)
 
-        raw = protobuf_frame(spark, work, work.protobuf_splits)
+        raw = native_frame(spark, work, work.protobuf_spec, work.protobuf_splits)
         run = timed_noop_write(spark, decode_records(work.protobuf_spec, raw))
         if run.rows != records:
             raise RuntimeError(f"reader + protobuf returned {run.rows} rows, expected {records}")
@@ -671,14 +670,16 @@ def avro_query(columns: Sequence[Any]) -> SparkQuery:
     return query
 
 
-def protobuf_frame(spark: SparkSession, work: Workload, splits: Sequence[Any]) -> DataFrame:
-    """The reader over ``splits`` of the protobuf orders, the messages decoded natively in the
-    reading tasks where the scanner takes them (as a run reads them)."""
+def native_frame(
+    spark: SparkSession, work: Workload, spec: Any, splits: Sequence[Any]
+) -> DataFrame:
+    """The reader over ``splits`` of the Avro or protobuf orders (table ``spec``), the records
+    decoded natively in the reading tasks where the scanner takes them (as a run reads them)."""
     from dagster_kafka_flinklike.source.reader import read_splits
     from dagster_kafka_flinklike.source.records import native_reading, record_fields
 
-    derived, shedding = native_reading(work.protobuf_spec)
-    fields = record_fields(work.protobuf_spec)
+    derived, shedding = native_reading(spec)
+    fields = record_fields(spec)
     return read_splits(
         spark, splits, work.consumer_config, fields, batch_size=work.batch, derived=derived,
         shedding=shedding,

@@ -7,7 +7,7 @@ few edits. A batch goes the way a run's
 records go, with no broker:
 
 1. The reader's batch: the reader's own batch builder (``source.reader``) over the records,
-   with the table's native decoding (the json and csv record scanners, Arrow's JSON parser) and
+   with the table's native decoding (the record scanners, Arrow's JSON parser) and
    the shedding of the raw fields that a run's reading tasks do. It must not raise.
 2. With Spark (the full run): that batch decoded by ``decode_records`` as a run decodes it (the
    per-record decoding in Spark's JVM, or in its Python workers for the Avro and protobuf
@@ -476,6 +476,18 @@ AVRO_COLUMNS = (
     Column("at", "TIMESTAMP(3)"), Column("day", "DATE"), Column("blob", "BYTES"),
     Column("address", "ROW<city STRING, zip INT>"),
 )  # fmt: skip
+#: Flat tables, whose binary datums the Avro record scanner decodes in the reader's batch: every
+#: type Spark's from_avro reads as declared, then TIME, TINYINT and SMALLINT (Python's alone).
+AVRO_FLAT_COLUMNS = (
+    Column("id", "BIGINT"), Column("name", "STRING"), Column("amount", "DOUBLE"),
+    Column("ratio", "FLOAT"), Column("ok", "BOOLEAN"), Column("rank", "INT"),
+    Column("price", "DECIMAL(10, 2)"), Column("at", "TIMESTAMP(3)"), Column("at6", "TIMESTAMP(6)"),
+    Column("ltz", "TIMESTAMP_LTZ(3)"), Column("day", "DATE"), Column("blob", "BYTES"),
+)  # fmt: skip
+AVRO_PYTHON_COLUMNS = (
+    *AVRO_FLAT_COLUMNS[:4], Column("clock", "TIME"), Column("tiny", "TINYINT"),
+    Column("small", "SMALLINT"),
+)  # fmt: skip
 
 
 def _encoded(
@@ -518,6 +530,14 @@ def _avro_tables() -> list[Table]:
             tables.append(
                 Table(f"{encoding}, legacy timestamps {legacy}", options, AVRO_COLUMNS, make)
             )
+    for name, columns, legacy in (
+        ("flat, binary", AVRO_FLAT_COLUMNS, "true"),
+        ("flat, binary, local timestamps", AVRO_FLAT_COLUMNS, "false"),
+        ("flat, binary, TIME and small integers", AVRO_PYTHON_COLUMNS, "true"),
+    ):
+        options = {"format": "avro", "avro.timestamp_mapping.legacy": legacy}
+        make = _encoded("avro", columns, {"timestamp_mapping.legacy": legacy})
+        tables.append(Table(name, options, columns, make))
     return tables
 
 

@@ -1,16 +1,16 @@
 """The C modules' fuzz worker, run in a process with the sanitizer runtime preloaded (see
 :mod:`.native`): ``python -m tests.fuzz.native_worker DIRECTORY SEED START COUNT``.
 
-It loads the modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
-``DIRECTORY`` through ``tests/unit/sanitized_driver.py`` (whose helpers it reuses: the Arrow
-buffers of records, the result checks, the messages whose list changes while it is read) and
-calls them on inputs ``START`` to ``START + COUNT - 1`` of ``SEED``: JSON, CSV and protobuf records
-(valid ones edited), buffers cut, misaligned or made up, offsets and lengths out of range, column
-descriptions of any kind, message lists. Before each call its input's number is written to
+It loads the modules built with AddressSanitizer and UndefinedBehaviorSanitizer into ``DIRECTORY``
+through ``tests/unit/sanitized_driver.py`` (whose helpers it reuses: the Arrow buffers of records,
+the result checks, the messages whose list changes while it is read) and calls them on inputs
+``START`` to ``START + COUNT - 1`` of ``SEED``: JSON, CSV, protobuf and Avro records (valid ones
+edited), buffers cut, misaligned or made up, offsets and lengths out of range, column descriptions
+of any kind, message lists. Before each call its input's number is written to
 ``DIRECTORY/last-call.txt`` (a crash names it; ``COUNT`` -1 prints the call of input ``START``
-without making it). A call with valid arguments must return a
-result of the right shape; one with invalid arguments may only raise the documented argument
-errors. Each finding is a JSON line on stdout, and the last line the counts.
+without making it). A call with valid arguments must return a result of the right shape; one with
+invalid arguments may only raise the documented argument errors. Each finding is a JSON line on
+stdout, and the last line the counts.
 
 Like the driver, it imports neither the package nor pyarrow.
 """
@@ -363,9 +363,69 @@ def proto_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
     return (validity, offsets, data, start, length, described, fields), valid
 
 
+_AVRO_KINDS = "sybBHILfdmDCtT"
+
+
+def avro_value(rng: Any, kind: str) -> bytes:
+    """A value of an Avro column of scanner kind ``kind`` (or, one time in eight, of another),
+    its integers at the edges."""
+    if rng.randrange(8) == 0:
+        kind = rng.choice(_AVRO_KINDS)
+    if kind in "fd":
+        return random_bytes(rng, 4 if kind == "f" else 8)
+    if kind == "b":
+        return bytes([rng.choice((0, 1, 1, 2, 255))])
+    if kind in "sym":
+        body = random_bytes(rng, 20) if rng.random() < 0.5 else "é😀x".encode()
+        if kind == "m" and rng.random() < 0.3:
+            body = rng.choice((b"", b"\x00" * 17, b"\xff" * 16, b"\x7f" + b"\xff" * 15))
+        return driver._zigzag(len(body)) + body
+    return driver._zigzag(edge_integer(rng))
+
+
+def avro_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_avro``, and whether they are valid: datums of the columns'
+    kinds (a null union's branch before a nullable column's value), edited."""
+    described = tuple(
+        (
+            rng.choice(_NAMES),
+            rng.choice(_AVRO_KINDS),
+            rng.random() < 0.6,
+            rng.choice((1, 4, 10, 18, 19, 38, rng.randrange(-1, 41))),
+            rng.randrange(-1, 12),
+        )
+        for _ in range(rng.randrange(7))
+    )
+    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, _, p, s in described)
+    records: list[bytes | None] = []
+    for _ in range(rng.randrange(12)):
+        parts = []
+        for _, kind, nullable, _, _ in described:
+            if nullable:
+                parts.append(rng.choice((b"\x00", b"\x02", b"\x02", b"\x02", b"\x01", b"\x04")))
+            parts.append(avro_value(rng, kind))
+        data = b"".join(parts)
+        records.append(None if rng.randrange(10) == 0 else
+                       mutate_bytes(rng, data) if rng.random() < 0.3 else data)  # fmt: skip
+    validity, offsets, data = driver.arrow_buffers(records)
+    start = rng.randrange(len(records) + 1)
+    length = len(records) - start
+    if rng.randrange(4) == 0:
+        valid = False
+        validity = rng.choice((None, random_bytes(rng, 4)))
+        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
+    if rng.randrange(4) == 0:
+        valid = False
+        start, length = placement(rng), placement(rng)
+    return (validity, offsets, data, start, length, described), valid
+
+
 def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:
     """Input of ``rng``: (kind, function, arguments, whether they are valid, detail)."""
-    kind = rng.randrange(6)
+    kind = rng.randrange(7)
+    if kind == 6:
+        arguments, valid = avro_arguments(rng)
+        return "scan", driver.text_scan.scan_avro, arguments, valid, None
     if kind == 5:
         arguments, valid = nested_arguments(rng)
         return "nested", driver.text_scan.scan_nested, arguments, valid, None

@@ -207,7 +207,8 @@ def check_scanned(result: Any, length: int, columns: tuple[Any, ...]) -> None:
     bitmap, buffers = result
     size = (length + 7) // 8
     assert len(bitmap) == size and len(buffers) == len(columns)
-    for (_, kind, _, _), parts in zip(columns, buffers, strict=True):
+    for column, parts in zip(columns, buffers, strict=True):
+        kind = column[1]
         assert len(parts[0]) == size
         if kind in "sCy":
             _, offsets, data = parts
@@ -411,6 +412,52 @@ def test_scan_protobuf(arguments: tuple[tuple[Any, ...], bool]) -> None:
     scan_checked(text_scan.scan_protobuf, *arguments)
 
 
+def _zigzag(value: int) -> bytes:
+    return _varint((value << 1) ^ (value >> 63))
+
+
+_avro_part = st.one_of(
+    st.builds(_zigzag, _integers),  # ints, longs, dates, times, timestamps, lengths, branches
+    st.binary(max_size=9),  # floats, doubles, booleans, noise
+    st.builds(lambda b: _zigzag(len(b)) + b, st.one_of(st.binary(max_size=20),
+                                                      st.text(max_size=6).map(str.encode))),
+    st.sampled_from([b"\x00", b"\x02", b"\x01", b"\x04"]),  # union branches
+)  # fmt: skip
+_avro_column = st.tuples(
+    st.sampled_from(_NAMES), st.sampled_from("sybBHILfdmDCtT"), st.booleans(),
+    st.integers(-1, 40), st.integers(-1, 40),
+)  # fmt: skip
+
+
+@st.composite
+def avro_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan_avro``, and whether they are valid."""
+    columns = tuple(draw(st.lists(_avro_column, max_size=6)))
+    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, _, p, s in columns)
+    datum = st.lists(_avro_part, max_size=10).map(b"".join)
+    records = draw(st.lists(st.one_of(datum, st.binary(max_size=40), st.none()), max_size=10))
+    validity, offsets, data = arrow_buffers(records)
+    start = draw(st.integers(0, len(records)))
+    length = len(records) - start
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
+        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
+    if draw(st.integers(0, 3)) == 0:
+        valid = False
+        start, length = draw(_placement), draw(_placement)
+    if draw(st.integers(0, 15)) == 0:
+        valid = False
+        columns = draw(st.sampled_from([((b"a", "q", True, 0, 0),), ((b"a", "s"),), ("x",), 5]))
+    return (validity, offsets, data, start, length, columns), valid
+
+
+@PROPERTY
+@given(arguments=avro_batches())
+def test_scan_avro(arguments: tuple[tuple[Any, ...], bool]) -> None:
+    scan_checked(text_scan.scan_avro, *arguments)
+
+
 def pack_tree(tree: tuple[Any, ...]) -> tuple[bytes, bytes]:
     """A type tree ``(kind, scale, name, children)`` as ``exact`` reads it: 16-byte nodes, root
     first, each parent's children together; and the names."""
@@ -595,8 +642,8 @@ def test_message_fields(
 
 
 if __name__ == "__main__":
-    tests = (test_scan, test_scan_nested, test_scan_csv, test_scan_protobuf, test_exact,
-             test_message_fields)  # fmt: skip
+    tests = (test_scan, test_scan_nested, test_scan_csv, test_scan_protobuf, test_scan_avro,
+             test_exact, test_message_fields)  # fmt: skip
     for test in tests:
         test()
         print(f"{test.__name__}: {EXAMPLES} examples", flush=True)

@@ -24,7 +24,7 @@ SOURCES = {
     "_messages": PACKAGE / "source" / "_messages.c",
 }
 DRIVER = Path(__file__).with_name("sanitized_driver.py")
-#: Examples per property (four properties); the whole test takes tens of seconds.
+#: Examples per property (seven properties); the whole test takes tens of seconds.
 EXAMPLES = 300
 SANITIZERS = ("AddressSanitizer", "UndefinedBehaviorSanitizer", "runtime error:", "LeakSanitizer")
 
@@ -89,4 +89,4 @@ def test_the_c_modules_under_address_and_undefined_behaviour_sanitizers(tmp_path
     )
     assert run.returncode == 0, report
     assert not any(s in run.stderr for s in SANITIZERS), report
-    assert run.stdout.count("examples") == 6, report
+    assert run.stdout.count("examples") == 7, report
