@@ -14,17 +14,18 @@ format :attr:`~.base.Format.keeps_rows` and tolerates it); ``meta`` a struct of 
 metadata (fields ``m0``, ``m1``, ... in the order of ``metadata``) or None when none is
 requested; ``error`` and ``tolerated`` as in every format. A JSON changelog format defines only
 its :meth:`~ChangelogFormat.envelope` (the JSON columns it parses), how it
-:meth:`~ChangelogFormat.interpret` s them, and how it encodes; one whose interpretation needs
-the parsed envelope alone (not the record's text) sets ``native_envelope``, and the reader's
-tasks then parse its envelopes natively (:func:`._arrow_json.envelope_decoder`): ``native`` is
-that struct, null for the records decoded per record.
+:meth:`~ChangelogFormat.interpret` s them, and how it encodes. A before/after envelope whose
+operations need the parsed envelope alone (not the record's text) sets ``native_operations``:
+the reader's tasks then parse its envelopes natively (:func:`._arrow_json.envelope_decoder`) and
+interpret them there too (:class:`NativeChangelog`), so ``native`` is each record's ``rows``,
+null for the records decoded per record (those the native parse left and every dirty one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..options import ACCUMULATIONS, Column
 from ..options import row_type as options_row_type
@@ -217,8 +218,7 @@ def decode_envelope(
     stager = Stager(prefix, 3)
     struct, json_error, _ = JSON.decode_with(raw, envelope, json_options(name, options), stager)
     tombstone = is_tombstone(raw)
-    if native is not None:  # the envelopes the reader's tasks parsed (their raw value is null)
-        struct = F.coalesce(native, struct)
+    if native is not None:  # the records the reader's tasks decoded (their raw value is null)
         tombstone = native.isNull() & tombstone
     text = raw.cast("string")
     rows, envelope_error, metadata = interpret(struct, text, lambda n, e: stager.put(2, n, e))
@@ -232,6 +232,8 @@ def decode_envelope(
     # that is not an object); an envelope that is wrong as a whole yields none.
     kept = F.lit(ignore) & struct.isNotNull() & F.coalesce(not_record, envelope_error).isNull()
     rows, error = outcome(tombstone, rows, json_error, not_record, envelope_error, kept=kept)
+    if native is not None:  # a natively decoded record is clean: its rows are the native ones
+        rows, error = F.coalesce(native, rows), F.when(native.isNull(), error)
     tolerated = error.isNotNull() & F.lit(ignore)
     meta = F.struct(*[m.alias(f"m{i}") for i, m in enumerate(metadata)]) if metadata else None
     return stager.stages, (rows, meta, error, tolerated)
@@ -328,14 +330,105 @@ class ChangelogFormat(Format):
         raise NotImplementedError
 
 
+#: The operations of a before/after envelope: its insert values, its update value and its
+#: delete value (see :func:`before_after`).
+Operations = tuple[tuple[str, ...], str, str]
+#: The row kinds :class:`NativeChangelog` writes, by index.
+_KINDS = ("+I", "-U", "+U", "-D")
+
+
+class NativeChangelog:
+    """Parses a batch of before/after envelopes natively and interprets them where they were
+    read: each record's changelog rows (an array of ``struct<k, r>``, as :func:`before_after`
+    and :func:`dispatch` give them), null where the record needs the per-record decoding (the
+    parse left it, or its envelope is dirty: a missing or unknown operation, a missing image).
+    Picklable: built on the driver, run in the tasks.
+
+    Interpreting here spares Spark a projection of conditional arrays per record, and since
+    every record it decodes is clean, the reader need not carry its raw bytes further.
+    """
+
+    def __init__(self, envelope: NativeDecoder, operations: Operations, payload: str | None):
+        from pyspark.sql import types as T
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        self.envelope = envelope
+        self.operations = operations
+        #: The envelope's field holding the event (Debezium's ``payload``), or None: the root.
+        self.payload = payload
+        event: Any = envelope.spark_type
+        if payload is not None:
+            event = event[payload].dataType
+        row = event["before"].dataType
+        entry = T.StructType(
+            [T.StructField("k", T.StringType(), False), T.StructField("r", row, True)]
+        )
+        self.spark_type: T.DataType = T.ArrayType(entry, False)
+        self.arrow_type = to_arrow_type(self.spark_type, timezone="UTC")
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        parsed = self.envelope(values)
+        event, present = parsed, parsed.is_valid()
+        if self.payload is not None:
+            event = parsed.field(self.payload)
+            present = pc.and_(present, event.is_valid())
+        before, after, op = (event.field(f) for f in ("before", "after", "op"))
+        inserts, update, delete = self.operations
+        is_insert = pc.is_in(op, value_set=pa.array(inserts, pa.string()))
+        is_update = pc.equal(op, pa.scalar(update, pa.string()))
+        is_delete = pc.equal(op, pa.scalar(delete, pa.string()))
+        has_before, has_after = before.is_valid(), after.is_valid()
+        clean = pc.and_(
+            present,
+            pc.or_(
+                pc.or_(pc.and_(is_insert, has_after), pc.and_(is_delete, has_before)),
+                pc.and_(is_update, pc.and_(has_before, has_after)),
+            ),
+        ).fill_null(False)
+        n = len(parsed)
+        keep = clean.to_numpy(zero_copy_only=False)
+        update_np = is_update.fill_null(False).to_numpy(zero_copy_only=False) & keep
+        delete_np = is_delete.fill_null(False).to_numpy(zero_copy_only=False) & keep
+        counts = keep.astype(np.int32) + update_np
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        starts = offsets[:-1][keep]
+        rows = np.arange(n, dtype=np.int64)
+        # Each record's first row: its before image (at i of before + after) for an update or
+        # a delete, else its after image (at n + i); an update's second row, its after image.
+        first = np.where(update_np | delete_np, rows, rows + n)[keep]
+        first_kind = np.where(update_np, 1, np.where(delete_np, 3, 0))[keep]
+        second = starts[update_np[keep]] + 1
+        images = np.empty(offsets[-1], np.int64)
+        kinds = np.empty(offsets[-1], np.int8)
+        images[starts], kinds[starts] = first, first_kind
+        images[second], kinds[second] = rows[update_np] + n, 2
+        entry = self.arrow_type.value_type
+        row = pa.concat_arrays([before, after]).take(pa.array(images))
+        kind = pa.array(_KINDS, pa.string()).take(pa.array(kinds))
+        entries = pa.StructArray.from_arrays([kind, row], fields=list(entry))
+        return pa.ListArray.from_arrays(
+            pa.array(offsets), entries, type=self.arrow_type, mask=pc.invert(clean)
+        )
+
+
 class JsonChangelogFormat(ChangelogFormat):
     """A changelog format whose records are JSON envelopes, parsed by the ``json`` format's
     decoding: it defines the :meth:`envelope` it parses and how it :meth:`interpret` s it."""
 
     keeps_rows = True
-    #: Whether interpreting the envelope needs the parsed envelope alone, so that the reader's
-    #: tasks may parse it natively (see the module's docstring).
-    native_envelope = False
+    #: The operations of a before/after envelope the reader's tasks may interpret themselves
+    #: (see :class:`NativeChangelog`), for a format whose interpretation needs the parsed
+    #: envelope alone; None: none are.
+    native_operations: ClassVar[Operations | None] = None
+
+    def native_payload(self, options: Options) -> str | None:
+        """The envelope's field holding the event, or None: the envelope is the event."""
+        return None
 
     def envelope(
         self, columns: Sequence[Column], metadata: Sequence[str], options: Options
@@ -354,14 +447,18 @@ class JsonChangelogFormat(ChangelogFormat):
         return exact_json(self.envelope(columns, metadata, options), node=True)
 
     def native_decoder(self, columns: Sequence[Column], options: Options) -> NativeDecoder | None:
-        """The envelope of ``columns`` (no metadata) parsed natively where the format allows it
-        (:attr:`native_envelope`) and the envelope's types are covered."""
-        if not self.native_envelope:
+        """The changelog rows of ``columns`` (no metadata), the envelope parsed and interpreted
+        natively where the format allows it (:attr:`native_operations`) and the envelope's
+        types are covered."""
+        if self.native_operations is None:
             return None
         from ._arrow_json import envelope_decoder
 
         standard = format_settings(self.name, options).get("timestamp-format.standard", "SQL")
-        return envelope_decoder(self.envelope(columns, (), options), standard)
+        envelope = envelope_decoder(self.envelope(columns, (), options), standard)
+        if envelope is None:
+            return None
+        return NativeChangelog(envelope, self.native_operations, self.native_payload(options))
 
     def interpret(
         self,
@@ -396,7 +493,9 @@ __all__ = [
     "ChangelogFormat",
     "EnvelopeParse",
     "JsonChangelogFormat",
+    "NativeChangelog",
     "Operation",
+    "Operations",
     "before_after",
     "before_image",
     "change",

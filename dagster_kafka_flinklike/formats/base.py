@@ -44,7 +44,7 @@ from ..options import Column, FormatSpec, resolve_format
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import Column as SparkColumn
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType
 
 #: The options a format is given: the table's :class:`FormatSpec`, or its options as written.
 Options = FormatSpec | Mapping[str, Any]
@@ -83,10 +83,12 @@ def _text(value: Any) -> str:
 
 
 class NativeDecoder(Protocol):
-    """Decodes an Arrow array of raw bytes into a struct array of ``spark_type`` (same length,
-    null where a record needs the per-record decoding)."""
+    """Decodes an Arrow array of raw bytes into an array of ``spark_type`` (same length, null
+    where a record needs the per-record decoding): a struct of the row, or a changelog format's
+    rows (see :mod:`._changelog`). Every record it decodes is clean, so the reader may shed
+    its raw bytes; a dirty one is left null, to be decoded and reported per record."""
 
-    spark_type: StructType
+    spark_type: DataType
 
     def __call__(self, values: pa.Array) -> pa.Array: ...
 

@@ -39,6 +39,8 @@ _NO_PAYLOAD = (
     'the "payload" field is missing (records without a schema need '
     "'debezium-json.schema-include' = 'false')"
 )
+#: Debezium's operations: inserts (``c``, and ``r`` for a snapshot read), update, delete.
+OPERATIONS: cl.Operations = (("c", "r"), "u", "d")
 #: Metadata key → (envelope field it needs, where it lives: the payload or the root).
 _FIELDS = {
     "schema": ("schema", "STRING", False),
@@ -72,7 +74,7 @@ def event_rows(event: SparkColumn) -> tuple[SparkColumn, SparkColumn]:
     """(rows, error) of a Debezium change event (a struct of ``before``, ``after`` and ``op``),
     JSON or Avro alike: ``c`` and ``r`` yield ``+I`` of ``after``, ``u`` ``-U`` of ``before``
     and ``+U`` of ``after``, ``d`` ``-D`` of ``before``; a missing image or ``op`` is dirty."""
-    images = cl.before_after(event["before"], event["after"], (("c", "r"), "u", "d"), NO_BEFORE)
+    images = cl.before_after(event["before"], event["after"], OPERATIONS, NO_BEFORE)
     return cl.dispatch(event["op"], "op", images)
 
 
@@ -203,7 +205,11 @@ class Debezium(cl.JsonChangelogFormat):
     """The ``debezium-json`` format (see the module's docstring)."""
 
     name = NAME
-    native_envelope = True
+    native_operations = OPERATIONS
+
+    def native_payload(self, options: Options) -> str | None:
+        """With ``schema-include``, the event is the envelope's ``payload``."""
+        return "payload" if self.settings(options)["schema-include"] else None
 
     def envelope(
         self, columns: Sequence[Column], metadata: Sequence[str], options: Options
@@ -244,6 +250,7 @@ FORMAT = Debezium()
 __all__ = [
     "FORMAT",
     "NO_BEFORE",
+    "OPERATIONS",
     "SOURCE_TYPE",
     "Debezium",
     "change_event",

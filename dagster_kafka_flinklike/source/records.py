@@ -153,7 +153,7 @@ def native_reading(spec: KafkaTableSpec) -> tuple[tuple[DerivedColumn, ...], She
     derived = native_columns(spec)
     exact = exact_columns(spec, {d.name for d in derived})
     sides = {_native(side) for side, *_ in _sides(spec)}
-    if not derived or {d.name for d in derived} != sides or not _sheds(spec):
+    if not derived or {d.name for d in derived} != sides:
         return (*derived, *exact), None
     shown = {METADATA_FIELDS.get(c.metadata_key or c.name) for c in spec.metadata_columns}
     shed = tuple(f for f in _PER_RECORD_FIELDS if f not in shown)
@@ -501,7 +501,7 @@ def _shed_native_values(spec: KafkaTableSpec, raw: Any, natives: set[str]) -> An
     shown = any(
         METADATA_FIELDS.get(c.metadata_key or c.name) == "value" for c in spec.metadata_columns
     )
-    if not shown and sides and _sheds(spec) and all(_native(side) in natives for side in sides):
+    if not shown and sides and all(_native(side) in natives for side in sides):
         decoded = [F.col(_native(side)).isNotNull() for side in sides]
         if column_name(TIMESTAMP_ERROR) in raw.columns:  # a dirty record keeps its bytes
             decoded.append(F.col(column_name(TIMESTAMP_ERROR)).isNull())
@@ -509,13 +509,6 @@ def _shed_native_values(spec: KafkaTableSpec, raw: Any, natives: set[str]) -> An
     others = [_quoted(c) for c in raw.columns if c != "value"]
     size = F.coalesce(F.length("value"), F.lit(0))
     return raw.select(*others, value.alias("value"), size.alias(VALUE_BYTES))
-
-
-def _sheds(spec: KafkaTableSpec) -> bool:
-    """Whether a record every side of which was decoded natively is clean, so that its raw
-    fields may be shed: not for a changelog format, whose natively parsed envelope can still be
-    dirty (an unknown operation, a missing image) and then keeps its bytes."""
-    return not any(is_changelog(fmt.name) for _, fmt, *_ in _sides(spec))
 
 
 def _has_value(natives: set[str]) -> SparkColumn:

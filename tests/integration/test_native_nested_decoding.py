@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from dagster_kafka_flinklike.formats._arrow_json import NativeJson
+from dagster_kafka_flinklike.formats._changelog import NativeChangelog
 from dagster_kafka_flinklike.formats._scanners import scanned_tree
 from dagster_kafka_flinklike.options import Column, FlinkType
 from dagster_kafka_flinklike.source.records import native_columns
@@ -220,8 +221,12 @@ def debezium_corpus(count: int, seed: int = 47) -> list[bytes | None]:
 def test_native_nested_debezium_decoding_gives_the_per_record_rows(spark: Any) -> None:
     spec = _spec("debezium-json", NESTED)
     (derived,) = native_columns(spec)
-    assert isinstance(derived.compute, NativeJson) and derived.compute.node
+    assert isinstance(derived.compute, NativeChangelog)
+    envelope = derived.compute.envelope
+    assert isinstance(envelope, NativeJson) and envelope.node
     values = debezium_corpus(1500)
     compared = _compare(spark, spec, values, dirty=100)
-    by_scanner = _scanner_decoded(derived.compute, values, node=True)
-    assert by_scanner > 300 and compared >= by_scanner
+    by_scanner = _scanner_decoded(envelope, values, node=True)
+    # The scanner parses the dirty envelopes too (an unknown operation, a missing image); the
+    # interpretation leaves those to the per-record decoding.
+    assert compared > 250 and by_scanner > compared
