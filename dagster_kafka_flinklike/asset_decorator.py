@@ -37,6 +37,7 @@ from .materialization import (
 )
 from .options import DeliveryGuarantee, EventTime, KafkaTableSpec, check_sink_not_read
 from .run.batches import SOURCE_NAME
+from .run.write import check_split_sources
 from .translator import KafkaTranslator, table_metadata
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -239,6 +240,7 @@ def kafka_streaming_asset(
         partitions_def, {"allowed_lateness": allowed_lateness, "lookback": lookback}, checks or ()
     )
     _check_offset_batches(offset_batches, partitions_def, sources, checks or ())
+    check_split_sources(sources, sink, replays=partitions_def is not None or offset_batches)
     if partitions_def is not None and backfill_policy is None:
         backfill_policy = BackfillPolicy.single_run()
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
@@ -363,6 +365,7 @@ def kafka_stateful_asset(
             event time for an unknown source, or an output mode other than append and update.
     """
     _check_tables(sources, sink)
+    check_split_sources(sources, sink, replays=False, stateful=True)
     event_times = dict(event_times or {})
     unknown = sorted(set(event_times) - set(sources))
     if unknown:

@@ -43,6 +43,7 @@ from .windows import (
     window_spec,
 )
 from .write import (
+    check_split_sources,
     is_exactly_once,
     open_split_transactions,
     open_transaction,
@@ -186,11 +187,6 @@ class StreamingRun:
             return
         table = self.resolve(self.sink, self.asset_name)
         if writes_splits(table):
-            if self.replaying:
-                raise refuse_splits(
-                    "a run over time windows or offset batches records no progress, so its "
-                    "output must commit all at once"
-                )
             self.split_writer = open_split_transactions(
                 table, self.asset_name, self.clients, self.log
             )
@@ -396,18 +392,9 @@ class StreamingRun:
     ) -> WriteResult:
         """Write the run's one source with a transaction per split; the dirty-data policy and
         the gate decide once every split is prepared (a refusal aborts them all)."""
-        if len(self.sources) != 1:
-            raise refuse_splits(
-                f"it reads {len(self.sources)} sources; a split's transaction carries one "
-                f"source partition's progress"
-            )
+        specs = {name: read.table.spec for name, read in self.sources.items()}
+        check_split_sources(specs, table.spec, replays=self.replaying)
         (read,) = self.sources.values()
-        if read.table.spec.dead_letter_topic:
-            raise refuse_splits(
-                f"source {read.table.name!r} writes dead letters "
-                f"('ingestion.dead-letter.topic'), which this scope does not yet commit with "
-                f"the splits' transactions"
-            )
 
         def decide() -> None:
             self._apply_dirty_data_policy()

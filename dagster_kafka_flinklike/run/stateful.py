@@ -46,7 +46,7 @@ from ..source.records import (
 )
 from ..source.stream import stream_frame
 from .tables import KafkaClients, ResolvedTable
-from .write import is_exactly_once, open_transaction, refuse_splits, write_table, writes_splits
+from .write import check_split_sources, is_exactly_once, open_transaction, write_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -379,11 +379,7 @@ def run_stateful_query(
     """
     from pyspark.errors import StreamingQueryException
 
-    if writes_splits(sink):
-        raise refuse_splits(
-            "a stateful query's micro-batches are shuffled (state is kept by key), so each "
-            "batch commits in one transaction"
-        )
+    check_split_sources({}, sink.spec, replays=False, stateful=True)
     clients = clients or KafkaClients()
     # Spark pushes a filter that does not read the event time below the watermark, which then
     # follows only the rows that pass it; Flink's follows every row of the source. Filters stay

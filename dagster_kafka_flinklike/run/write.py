@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaOptionsError
-from ..options import DeliveryGuarantee, TransactionScope
+from ..options import DeliveryGuarantee, KafkaTableSpec, TransactionScope
 from ..sink.partitioners import SinkPartitioner
 from ..sink.serializer import SEQUENCE, serialize
 from ..sink.split_transactions import SplitTransactions, progress_group
@@ -46,11 +46,56 @@ _USE_RUN_SCOPE = "Remove 'sink.transaction-scope' (or set it to 'run') for this 
 
 
 def refuse_splits(reason: str) -> KafkaOptionsError:
-    """The error for a run the split scope cannot write, with ``reason``."""
+    """The error for an asset or a run the split scope cannot write, with ``reason``."""
     return KafkaOptionsError(
-        f"'sink.transaction-scope' = 'split' cannot write this run: {reason}. {_USE_RUN_SCOPE}",
+        f"'sink.transaction-scope' = 'split' cannot write this asset: {reason}. {_USE_RUN_SCOPE}",
         keys=("sink.transaction-scope",),
     )
+
+
+def check_split_sources(
+    sources: Mapping[str, KafkaTableSpec],
+    sink: KafkaTableSpec | None,
+    *,
+    replays: bool,
+    stateful: bool = False,
+) -> None:
+    """Refuse what the split scope (``sink``'s) can never write, as soon as it is known (when
+    the asset is defined, and again when a run writes): a split's transaction carries one
+    source partition's progress and its output alone, so one source, without dead letters,
+    read from its checkpoint (not over time windows or offset batches: ``replays``), by a query
+    that keeps no state (``stateful``).
+
+    Raises:
+        KafkaOptionsError: naming ``sink.transaction-scope`` and the reason.
+    """
+    if (
+        sink is None
+        or sink.delivery_guarantee != DeliveryGuarantee.EXACTLY_ONCE
+        or sink.transaction_scope != TransactionScope.SPLIT
+    ):
+        return
+    if stateful:
+        raise refuse_splits(
+            "a stateful query's micro-batches are shuffled (state is kept by key), so each "
+            "batch commits in one transaction"
+        )
+    if len(sources) != 1:
+        raise refuse_splits(
+            f"it reads {len(sources)} sources; a split's transaction carries one source "
+            f"partition's progress"
+        )
+    for name, spec in sources.items():
+        if spec.dead_letter_topic:
+            raise refuse_splits(
+                f"source {name!r} writes dead letters ('ingestion.dead-letter.topic'), which "
+                f"this scope does not yet commit with the splits' transactions"
+            )
+    if replays:
+        raise refuse_splits(
+            "a run over time windows or offset batches records no progress, so its output "
+            "must commit all at once"
+        )
 
 
 def sink_partitioner(table: ResolvedTable, clients: KafkaClients) -> SinkPartitioner:
