@@ -66,7 +66,7 @@ def read_topic(bootstrap: str, topic: str) -> list:
     consumer.assign([TopicPartition(topic, 0, 0)])
     out, done = [], False
     while not done:
-        for message in consumer.consume(500, timeout=2):
+        for message in consumer.consume(500, timeout=0.1):  # returns at its timeout
             if message.error():
                 done = True
             else:

@@ -35,7 +35,7 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[bytes, d
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out, eof = [], set()
     while len(eof) < partitions:
-        for m in consumer.consume(500, timeout=2):
+        for m in consumer.consume(500, timeout=0.1):  # returns at its timeout
             if m.error():
                 eof.add(m.partition())
             else:
