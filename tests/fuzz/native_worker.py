@@ -191,16 +191,7 @@ def nested_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
             else made if roll < 0.6
             else mutate_bytes(rng, made, _JSON_TOKENS)
         )  # fmt: skip
-    validity, offsets, data = driver.arrow_buffers(records)
-    start = rng.randrange(len(records) + 1)
-    length, valid = len(records) - start, True
-    if rng.randrange(4) == 0:
-        valid = False
-        validity = rng.choice((None, random_bytes(rng, 4)))
-        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
-    if rng.randrange(4) == 0:
-        valid = False
-        start, length = placement(rng), placement(rng)
+    (validity, offsets, data, start, length), valid = framed_batch(rng, records)
     if rng.randrange(16) == 0:
         valid = False
         described = rng.choice(driver._BAD_NESTED)
@@ -235,15 +226,13 @@ def placement(rng: Any) -> int:
     return edge_integer(rng) if rng.random() < 0.5 else rng.randrange(-2, 15)
 
 
-def scan_arguments(rng: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
-    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid
-    (the driver's ``batches``, with this module's records)."""
-    described = columns(rng)
-    records = [record(rng, csv) for _ in range(rng.randrange(12))]
+def framed_batch(rng: Any, records: list[Any]) -> tuple[tuple[Any, ...], bool]:
+    """``records`` as an Arrow binary array's buffers and a slice of it, the buffers sometimes
+    damaged and the slice sometimes out of range (the driver's ``_framed``): ((validity,
+    offsets, data, start, length), whether they are valid)."""
     validity, offsets, data = driver.arrow_buffers(records)
     start = rng.randrange(len(records) + 1)
-    length = len(records) - start
-    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in described)
+    length, valid = len(records) - start, True
     if rng.randrange(4) == 0:
         valid = False
         validity = rng.choice((None, random_bytes(rng, 4)))
@@ -251,6 +240,16 @@ def scan_arguments(rng: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
     if rng.randrange(4) == 0:
         valid = False
         start, length = placement(rng), placement(rng)
+    return (validity, offsets, data, start, length), valid
+
+
+def scan_arguments(rng: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid
+    (the driver's ``batches``, with this module's records)."""
+    described = columns(rng)
+    records = [record(rng, csv) for _ in range(rng.randrange(12))]
+    (validity, offsets, data, start, length), framed = framed_batch(rng, records)
+    valid = framed and all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in described)
     if rng.randrange(16) == 0:
         valid = False
         described = rng.choice(driver._BAD_COLUMNS)
@@ -347,16 +346,7 @@ def proto_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
         for n in numbers
     )
     records = [proto_record(rng) for _ in range(rng.randrange(12))]
-    validity, offsets, data = driver.arrow_buffers(records)
-    start = rng.randrange(len(records) + 1)
-    length, valid = len(records) - start, True
-    if rng.randrange(4) == 0:
-        valid = False
-        validity = rng.choice((None, random_bytes(rng, 4)))
-        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
-    if rng.randrange(4) == 0:
-        valid = False
-        start, length = placement(rng), placement(rng)
+    (validity, offsets, data, start, length), valid = framed_batch(rng, records)
     if rng.randrange(8) == 0:
         valid = False
         fields = rng.choice((((0, 3, -1, 0),), ((1, 19, -1, 0),), ((1, 3, 99, 0),), (5,), "x"))
@@ -407,17 +397,8 @@ def avro_arguments(rng: Any) -> tuple[tuple[Any, ...], bool]:
         data = b"".join(parts)
         records.append(None if rng.randrange(10) == 0 else
                        mutate_bytes(rng, data) if rng.random() < 0.3 else data)  # fmt: skip
-    validity, offsets, data = driver.arrow_buffers(records)
-    start = rng.randrange(len(records) + 1)
-    length = len(records) - start
-    if rng.randrange(4) == 0:
-        valid = False
-        validity = rng.choice((None, random_bytes(rng, 4)))
-        offsets, data = reshaped(rng, offsets), reshaped(rng, data)
-    if rng.randrange(4) == 0:
-        valid = False
-        start, length = placement(rng), placement(rng)
-    return (validity, offsets, data, start, length, described), valid
+    (validity, offsets, data, start, length), framed = framed_batch(rng, records)
+    return (validity, offsets, data, start, length, described), framed and valid
 
 
 def make_call(rng: Any) -> tuple[str, Any, tuple[Any, ...], bool, Any]:

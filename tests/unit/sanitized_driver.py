@@ -179,16 +179,13 @@ def _reshaped(draw: Any, buffer: bytes) -> Any:
 _placement = st.one_of(_integers, st.integers(-2, 14))
 
 
-@st.composite
-def batches(draw: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
-    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid."""
-    columns = draw(_columns)
-    record = st.one_of(_csv_record if csv else _json_record, st.binary(max_size=40), st.none())
-    records = draw(st.lists(record, max_size=10))
+def _framed(draw: Any, records: list[Any]) -> tuple[tuple[Any, ...], bool]:
+    """``records`` as an Arrow binary array's buffers and a slice of it, the buffers sometimes
+    damaged and the slice sometimes out of range: ((validity, offsets, data, start, length),
+    whether they are valid)."""
     validity, offsets, data = arrow_buffers(records)
     start = draw(st.integers(0, len(records)))
-    length = len(records) - start
-    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in columns)
+    length, valid = len(records) - start, True
     if draw(st.integers(0, 3)) == 0:
         valid = False
         validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
@@ -196,6 +193,17 @@ def batches(draw: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
     if draw(st.integers(0, 3)) == 0:
         valid = False
         start, length = draw(_placement), draw(_placement)
+    return (validity, offsets, data, start, length), valid
+
+
+@st.composite
+def batches(draw: Any, csv: bool) -> tuple[tuple[Any, ...], bool]:
+    """Arguments of ``scan`` (or the first six of ``scan_csv``), and whether they are valid."""
+    columns = draw(_columns)
+    record = st.one_of(_csv_record if csv else _json_record, st.binary(max_size=40), st.none())
+    records = draw(st.lists(record, max_size=10))
+    (validity, offsets, data, start, length), framed = _framed(draw, records)
+    valid = framed and all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, p, s in columns)
     if draw(st.integers(0, 15)) == 0:
         valid = False
         columns = draw(st.sampled_from(_BAD_COLUMNS))
@@ -285,16 +293,7 @@ def nested_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
     columns = tuple(draw(st.lists(_nested_column, max_size=4)))
     record = st.one_of(_nested_record, _json_record, st.binary(max_size=40), st.none())
     records = draw(st.lists(record, max_size=10))
-    validity, offsets, data = arrow_buffers(records)
-    start = draw(st.integers(0, len(records)))
-    length, valid = len(records) - start, True
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
-        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        start, length = draw(_placement), draw(_placement)
+    (validity, offsets, data, start, length), valid = _framed(draw, records)
     if draw(st.integers(0, 15)) == 0:
         valid = False
         columns = draw(st.sampled_from(_BAD_NESTED))
@@ -389,16 +388,7 @@ def proto_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
     )
     record = st.one_of(_message, st.binary(max_size=40), st.none())
     records = draw(st.lists(record, max_size=10))
-    validity, offsets, data = arrow_buffers(records)
-    start = draw(st.integers(0, len(records)))
-    length, valid = len(records) - start, True
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
-        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        start, length = draw(_placement), draw(_placement)
+    (validity, offsets, data, start, length), valid = _framed(draw, records)
     if draw(st.integers(0, 7)) == 0:
         valid = False
         fields = draw(st.sampled_from([((0, 3, -1, 0),), ((1, 19, -1, 0),), ((2, 3, -1, 0),
@@ -433,19 +423,10 @@ _avro_column = st.tuples(
 def avro_batches(draw: Any) -> tuple[tuple[Any, ...], bool]:
     """Arguments of ``scan_avro``, and whether they are valid."""
     columns = tuple(draw(st.lists(_avro_column, max_size=6)))
-    valid = all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, _, p, s in columns)
     datum = st.lists(_avro_part, max_size=10).map(b"".join)
     records = draw(st.lists(st.one_of(datum, st.binary(max_size=40), st.none()), max_size=10))
-    validity, offsets, data = arrow_buffers(records)
-    start = draw(st.integers(0, len(records)))
-    length = len(records) - start
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        validity = draw(st.one_of(st.none(), st.binary(max_size=4)))
-        offsets, data = _reshaped(draw, offsets), _reshaped(draw, data)
-    if draw(st.integers(0, 3)) == 0:
-        valid = False
-        start, length = draw(_placement), draw(_placement)
+    (validity, offsets, data, start, length), framed = _framed(draw, records)
+    valid = framed and all(k != "m" or (1 <= p <= 38 and 0 <= s <= p) for _, k, _, p, s in columns)
     if draw(st.integers(0, 15)) == 0:
         valid = False
         columns = draw(st.sampled_from([((b"a", "q", True, 0, 0),), ((b"a", "s"),), ("x",), 5]))
