@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from dagster import DagsterInstance, materialize
 
 from dagster_kafka_flinklike import (
+    KafkaOptionsError,
     KafkaResource,
     KafkaTableSpec,
     SparkResource,
@@ -40,7 +41,7 @@ def _events(first: int, count: int) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _tables(source_topic: str, sink_topic: str, guarantee: str) -> tuple:
+def _tables(source_topic: str, sink_topic: str, guarantee: str, **sink_extra: str) -> tuple:
     source = KafkaTableSpec.from_options(
         {
             "connector": "kafka",
@@ -56,6 +57,7 @@ def _tables(source_topic: str, sink_topic: str, guarantee: str) -> tuple:
     sink_options["sink.delivery-guarantee"] = guarantee
     if guarantee == "exactly-once":
         sink_options["sink.transactional-id-prefix"] = f"connect-{sink_topic}"
+    sink_options.update(sink_extra)
     sink = KafkaTableSpec.from_options(sink_options, columns=COLUMNS, role="sink")
     return source, sink
 
@@ -162,6 +164,43 @@ def test_streaming_run_exactly_once_over_connect(kafka_bootstrap, new_topic, con
         failing.close()
     assert _ids(kafka_bootstrap, sink_topic, 2) == Counter(range(200))
     assert sum(_committed(kafka_bootstrap, group, source_topic, 2)) == 200
+
+
+def test_a_transaction_per_split_over_connect(kafka_bootstrap, new_topic, connect_spark) -> None:
+    """The split scope's tasks run in the server's Python workers and hold their prepared
+    transactions there; the verdict reaches them from this process."""
+    source_topic, sink_topic = new_topic(partitions=2), new_topic(partitions=2)
+    source, sink = _tables(
+        source_topic, sink_topic, "exactly-once", **{"sink.transaction-scope": "split"}
+    )
+    group = f"connect-{source_topic}"
+    for first in (0, 150):
+        produce(kafka_bootstrap, source_topic, _events(first, 150))
+        run = StreamingRun(
+            connect_spark, {"bootstrap.servers": kafka_bootstrap}, sink=sink, asset_name="splits"
+        )
+        try:
+            result = run.write(sink, run.read("events", source).select("id", "payload"))
+            checkpoint = run.commit()
+        finally:
+            run.close()
+        assert result.records == 150
+        assert checkpoint is not None
+        assert _ids(kafka_bootstrap, sink_topic, 2) == Counter(range(first + 150))
+        assert sum(_committed(kafka_bootstrap, group, source_topic, 2)) == first + 150
+    # A query that moves rows between partitions is refused before anything is written.
+    produce(kafka_bootstrap, source_topic, _events(300, 10))
+    refused = StreamingRun(
+        connect_spark, {"bootstrap.servers": kafka_bootstrap}, sink=sink, asset_name="splits"
+    )
+    try:
+        events = refused.read("events", source).repartition(3, "id")
+        with pytest.raises(KafkaOptionsError, match="moves rows between partitions"):
+            refused.write(sink, events.select("id", "payload"))
+    finally:
+        refused.close()
+    assert _ids(kafka_bootstrap, sink_topic, 2, "read_uncommitted") == Counter(range(300))
+    assert sum(_committed(kafka_bootstrap, group, source_topic, 2)) == 300
 
 
 def test_a_run_over_time_windows_over_connect(kafka_bootstrap, new_topic, connect_spark) -> None:
