@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # The UI test drives Debian's Chromium; `make test` installs it when it is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: env browser openssl flink-oracle demo test soak faults fuzz corpus lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
+.PHONY: env browser openssl flink-oracle demo test soak faults fuzz corpus exactness lint bench bench-read bench-write bench-sensor bench-run bench-stateful ui clean
 
 # uv resolves and downloads in parallel (about 40 s instead of 90 s on a fresh machine); pip
 # stays the fallback wherever uv cannot run.
@@ -50,6 +50,11 @@ corpus: env flink-oracle
 soak: env flink-oracle
 	KILL_TEST_RECORDS=200000 KILL_TEST_KILLS=20 KILL_TEST_ALO_KILLS=8 KILL_TEST_STATEFUL_KILLS=10 \
 	  $(BIN)/python -m pytest -s tests/integration/test_kills.py
+
+# The JSON exactness test with DECIMAL exponents of 99,999,999 (make test runs 2,000,000): Flink
+# spends minutes of BigInteger arithmetic on each such record.
+exactness: env flink-oracle
+	JSON_TEST_EXPONENT=99999999 $(BIN)/python -m pytest tests/integration/test_json_exactness.py
 
 # Broker and client faults on a 3-node cluster at length (make test runs them CI-sized): 1M
 # records, 320 exactly-once rounds (220 client kills, 80 broker kills of which 20 whole-cluster,
