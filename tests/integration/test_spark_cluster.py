@@ -249,16 +249,23 @@ def test_a_stateful_query_on_the_cluster_gives_flinks_windows(
     test_kills._write_instance_config(tmp_path / "dkf_home")
     sent = 0
 
-    def run_once(count: int) -> None:
+    def produce(count: int) -> None:
         nonlocal sent
         test_kills._produce_readings(kafka_bootstrap, source, sent, count)
         sent += count
+
+    def run_on_the_cluster() -> None:
         _run(["-m", "dagster_kafka_flinklike.cli", "sql", "run", str(path)], env)
 
-    run_once(400)
-    run_once(400)
+    produce(400)
+    run_on_the_cluster()
+    produce(400)
+    # All input is in the topic: Flink works beside our second run.
     flink = for_flink(script("tumble_exactly_once.sql", source, theirs))
-    oracle.run(flink.replace("'exactly-once'", "'at-least-once'"), bootstrap=kafka_bootstrap)
+    flink = flink.replace("'exactly-once'", "'at-least-once'")
+    flink_done = oracle.submit(flink, bootstrap=kafka_bootstrap)
+    run_on_the_cluster()
+    flink_done.result()
     closed = test_kills._closed_windows(values(kafka_bootstrap, theirs), sent)
     mine = values(kafka_bootstrap, ours)
     key = lambda r: (r["window_start"], r["sensor"])  # noqa: E731
