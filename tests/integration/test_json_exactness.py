@@ -9,8 +9,9 @@ record (maps, decimals with exponents) and through the native decoding (flat).
 
 The exponent of millions is ``JSON_TEST_EXPONENT`` (2,000,000 by default): Flink rescales such a
 DECIMAL with BigInteger arithmetic, about a second a record at that size and minutes at
-99,999,999, the size ``make exactness`` runs; ours is capped far below either (the scanner stops
-counting an exponent at 100,000, and one of 1,000 or more that rounds to zero is zero)."""
+99,999,999, the size ``make exactness`` runs. Ours takes both sizes alike: a DECIMAL with an
+exponent of 1,000 or more that rounds to zero is 0 and one beyond any precision null, and the C
+scanner stops counting an exponent at 100,000."""
 
 from __future__ import annotations
 
