@@ -32,13 +32,18 @@ def is_exactly_once(table: ResolvedTable | None) -> bool:
     return table is not None and table.spec.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
 
 
+def _split_scope(spec: KafkaTableSpec | None) -> bool:
+    """Whether ``spec`` is an exactly-once sink with a transaction per source split."""
+    return (
+        spec is not None
+        and spec.delivery_guarantee == DeliveryGuarantee.EXACTLY_ONCE
+        and spec.transaction_scope == TransactionScope.SPLIT
+    )
+
+
 def writes_splits(table: ResolvedTable | None) -> bool:
     """Whether ``table`` is an exactly-once sink with a transaction per source split."""
-    return (
-        is_exactly_once(table)
-        and table is not None
-        and (table.spec.transaction_scope == TransactionScope.SPLIT)
-    )
+    return table is not None and _split_scope(table.spec)
 
 
 #: What every refusal of the split scope ends with: the way out.
@@ -69,11 +74,7 @@ def check_split_sources(
     Raises:
         KafkaOptionsError: naming ``sink.transaction-scope`` and the reason.
     """
-    if (
-        sink is None
-        or sink.delivery_guarantee != DeliveryGuarantee.EXACTLY_ONCE
-        or sink.transaction_scope != TransactionScope.SPLIT
-    ):
+    if not _split_scope(sink):
         return
     if stateful:
         raise refuse_splits(
