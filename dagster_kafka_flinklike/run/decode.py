@@ -11,6 +11,7 @@ and late records in the same pass (:class:`WindowCounts`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,10 +19,12 @@ from .._sessions import per_session
 from ..source.records import (
     DIRTY_COLUMNS,
     ERROR,
+    OBSERVED_COLUMNS,
     PROVENANCE,
     RECORD_START,
     TOLERATED,
     VALUE_BYTES,
+    Observe,
     decode_records,
     yields_row,
 )
@@ -119,14 +122,30 @@ class InputCounts:
         the counts that the first action over it fills; over time ``windows`` (so many), of the
         records the run keeps and per window (``decoded``'s :data:`~.windows.KEPT` and
         :data:`WINDOW_CODE` columns)."""
+        observe, counts = cls.observer(decoded, windows)
+        return observe(decoded), counts
+
+    @classmethod
+    def observer(
+        cls, decoded: DataFrame, windows: int = 0, names: Mapping[str, str] | None = None
+    ) -> tuple[Observe, InputCounts]:
+        """What observes ``decoded``'s statistics (see :meth:`observing`) in a frame that holds
+        its columns under other ``names`` (its column → theirs, e.g. where
+        :func:`~..source.records.decode_records` observes), and the counts it fills."""
         from pyspark.sql import Observation
 
         observation = Observation()
+        named = tuple(sorted((names or {}).items()))
         columns = per_session(
-            decoded.sparkSession, ("input_stats", windows), lambda: _stat_columns(windows)
+            decoded.sparkSession,
+            ("input_stats", windows, named),
+            lambda: _stat_columns(windows, dict(named)),
         )
-        observed = decoded.observe(observation, *columns)
-        return observed, cls(decoded, observation, windows=windows)
+
+        def observe(frame: DataFrame) -> DataFrame:
+            return frame.observe(observation, *columns)
+
+        return observe, cls(decoded, observation, windows=windows)
 
     @property
     def counted(self) -> bool:
@@ -184,10 +203,10 @@ class DecodedTable:
         return rows if self.kept is None else rows.filter(self.kept)
 
 
-def _stat_columns(windows: int = 0) -> list[Any]:
-    """Aggregates of the input statistics over decoded records; over time ``windows``, over
-    those the run keeps, and per window (its :data:`WINDOW_CODE` column). A record that yields
-    several changelog rows counts once.
+def _stat_columns(windows: int = 0, names: Mapping[str, str] | None = None) -> list[Any]:
+    """Aggregates of the input statistics over decoded records (their columns under ``names``
+    where given); over time ``windows``, over those the run keeps, and per window (its
+    :data:`WINDOW_CODE` column). A record that yields several changelog rows counts once.
 
     The windows' counts are one ``histogram_numeric`` over the codes: it keeps exact counts per
     distinct value while there are no more values than bins (bins merge only beyond that, and
@@ -196,16 +215,20 @@ def _stat_columns(windows: int = 0) -> list[Any]:
     """
     from pyspark.sql import functions as F
 
-    keep = F.col(RECORD_START) & (F.col(KEPT) if windows else F.lit(True))
+    def col(name: str) -> Any:
+        return F.col((names or {}).get(name, name))
+
+    keep = col(RECORD_START) & (col(KEPT) if windows else F.lit(True))
+    error = col(ERROR).isNotNull()
     columns = [
         F.count(F.when(keep, 1)).alias("records"),
-        F.count(F.when(keep & F.col(ERROR).isNotNull(), 1)).alias("dirty"),
-        F.count(F.when(keep & F.col(ERROR).isNotNull() & ~F.col(TOLERATED), 1)).alias("strict"),
-        F.coalesce(F.sum(F.when(keep, F.col(VALUE_BYTES))), F.lit(0)).alias("bytes"),
-        F.max(F.when(keep, F.unix_millis(F.col("__dkf_timestamp")))).alias("newest"),
+        F.count(F.when(keep & error, 1)).alias("dirty"),
+        F.count(F.when(keep & error & ~col(TOLERATED), 1)).alias("strict"),
+        F.coalesce(F.sum(F.when(keep, col(VALUE_BYTES))), F.lit(0)).alias("bytes"),
+        F.max(F.when(keep, F.unix_millis(col(PROVENANCE[5])))).alias("newest"),
     ]
     if windows:
-        code = F.col(WINDOW_CODE).cast("double")  # merged bins average x: round it back
+        code = col(WINDOW_CODE).cast("double")  # merged bins average x: round it back
         columns.append(F.histogram_numeric(code, F.lit(_CODES * windows + 1)).alias("windows"))
     return columns
 
@@ -265,13 +288,16 @@ def decode_table(
     from pyspark.sql import functions as F
 
     decoded = decode_records(table.spec, raw)
-    kept, count = None, 0
+    kept = None
     if windows is not None and offsets is not None:
         changelog = table.spec.is_upsert
         decoded = with_record_windows(decoded, windows, offsets, changelog=changelog)
         decoded = decoded.withColumn(WINDOW_CODE, _window_code()).drop(POSITION, LATE_IN)
-        kept, count = F.col(KEPT), len(windows.keys)
-    observed, counts = InputCounts.observing(decoded, count)
+        kept = F.col(KEPT)
+        observed, counts = InputCounts.observing(decoded, len(windows.keys))
+    else:  # observed where the decoding holds the records as rows already
+        observe, counts = InputCounts.observer(decoded, names=OBSERVED_COLUMNS)
+        observed = decode_records(table.spec, raw, observe)
     clean = observed.filter(yields_row())
     if kept is not None:
         clean = clean.filter(kept)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 import pickle
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -350,17 +350,47 @@ class _Transformations:
         self.steps.append(("withColumn", (name, column)))
         return self
 
-    def apply(self, frame: DataFrame) -> DataFrame:
+    def observed(self) -> _Transformations:
+        """Where :meth:`apply` hands the frame to its ``observe``."""
+        self.steps.append((_OBSERVED, ()))
+        return self
+
+    def apply(self, frame: DataFrame, observe: Observe | None = None) -> DataFrame:
         for method, args in self.steps:
-            frame = getattr(frame, method)(*args)
+            if method != _OBSERVED:
+                frame = getattr(frame, method)(*args)
+            elif observe is not None:
+                frame = observe(frame)
         return frame
 
 
-def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
+_OBSERVED = "observed"
+#: A pass-through of the decoded records that watches them (an observation of their input
+#: statistics, see :func:`decode_records`).
+Observe = Callable[["DataFrame"], "DataFrame"]
+#: The columns of a decoded record :func:`decode_records` hands to its ``observe``, by the
+#: names they have in its result.
+OBSERVED_COLUMNS = {
+    ERROR: ERROR,
+    TOLERATED: TOLERATED,
+    RECORD_START: RECORD_START,
+    VALUE_BYTES: VALUE_BYTES,
+    PROVENANCE[5]: "timestamp",
+}
+
+
+def decode_records(
+    spec: KafkaTableSpec, raw: DataFrame, observe: Observe | None = None
+) -> DataFrame:
     """Decode raw records (columns from :func:`record_fields`) into the table's columns.
 
     Returns the table's columns in declaration order, then :data:`ROW_KIND` (changelog tables
     only), :data:`DIRTY_COLUMNS` and :data:`PROVENANCE`.
+
+    ``observe`` watches every decoded record (one row per changelog row) where the plan holds
+    it as a row already, before its columns are laid out: :data:`OBSERVED_COLUMNS` says what
+    the result's columns are called there. A wide table's rows would otherwise be written out
+    once more for it (an observation is a boundary of Spark's generated code).
 
     Example:
         >>> raw = read_splits(spark, splits, config, record_fields(spec))  # doctest: +SKIP
@@ -371,8 +401,8 @@ def decode_records(spec: KafkaTableSpec, raw: DataFrame) -> DataFrame:
     try:  # the whole table (its repr leaves out what it need not show)
         key = ("decode_records", pickle.dumps(spec), columns)
     except (pickle.PicklingError, TypeError, AttributeError):
-        return _decoding(spec, columns).apply(raw)
-    return per_session(raw.sparkSession, key, lambda: _decoding(spec, columns)).apply(raw)
+        return _decoding(spec, columns).apply(raw, observe)
+    return per_session(raw.sparkSession, key, lambda: _decoding(spec, columns)).apply(raw, observe)
 
 
 def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transformations:
@@ -441,7 +471,7 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
     else:
         value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
         kind = F.when(yields_row(), F.when(_has_value(natives), "+I").otherwise("-D"))
-    decoded = decoded.withColumn(RECORD_START, start)
+    decoded = decoded.withColumn(RECORD_START, start).observed()
 
     in_value = {c.name for c in spec.value_columns}
     in_key = {c.name for c in spec.key_columns} if "key" in sides else set()
@@ -552,11 +582,13 @@ __all__ = [
     "DIRTY_COLUMNS",
     "ERROR",
     "METADATA_FIELDS",
+    "OBSERVED_COLUMNS",
     "PARTIAL",
     "PROVENANCE",
     "RECORD_START",
     "TOLERATED",
     "VALUE_BYTES",
+    "Observe",
     "decode_records",
     "exact_columns",
     "format_metadata_keys",

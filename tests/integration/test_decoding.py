@@ -72,6 +72,11 @@ def read_table(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
     """``decode_records`` over every record of the table's topics (splits built here), with the
     formats' native decoding and exactness passes in the reading tasks as a run has them
     (unless not ``native``: the passes only; no raw field shed)."""
+    return decode_records(spec, raw_records(spark, spec, native))
+
+
+def raw_records(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
+    """The raw records :func:`read_table` decodes."""
     consumer = Consumer({"bootstrap.servers": spec.bootstrap_servers, "group.id": "decoding"})
     splits = []
     try:
@@ -83,14 +88,13 @@ def read_table(spark: Any, spec: KafkaTableSpec, native: bool = True) -> Any:
     finally:
         consumer.close()
     natives = native_columns(spec) if native else ()
-    raw = read_splits(
+    return read_splits(
         spark,
         splits,
         client_config(spec.properties),
         record_fields(spec),
         derived=(*natives, *exact_columns(spec, {d.name for d in natives})),
     )
-    return decode_records(spec, raw)
 
 
 def rows(spark: Any, spec: KafkaTableSpec, native: bool = True) -> list[dict[str, Any]]:
