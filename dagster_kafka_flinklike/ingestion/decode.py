@@ -229,4 +229,4 @@ def decode_tables(
     decoded = reduce(lambda a, b: a.unionByName(b), parts, _unnamed(source, kept))
     clean = decoded.filter(yields_row())
     counts = InputCounts.known(input_stats(decoded))
-    return DecodedTable(frame=clean, decoded=decoded, counts=counts), out
+    return DecodedTable(frame=clean, records=lambda: decoded, counts=counts), out

@@ -11,7 +11,8 @@ and late records in the same pass (:class:`WindowCounts`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,7 @@ class InputCounts:
 
     def __init__(
         self,
-        decoded: DataFrame | None,
+        decoded: Callable[[], DataFrame] | None,
         observation: Any = None,
         known: InputStats | None = None,
         windows: int = 0,
@@ -122,27 +123,31 @@ class InputCounts:
         the counts that the first action over it fills; over time ``windows`` (so many), of the
         records the run keeps and per window (``decoded``'s :data:`~.windows.KEPT` and
         :data:`WINDOW_CODE` columns)."""
-        observe, counts = cls.observer(decoded, windows)
+        observe, counts = cls.observer(lambda: decoded, windows)
         return observe(decoded), counts
 
     @classmethod
     def observer(
-        cls, decoded: DataFrame, windows: int = 0, names: Mapping[str, str] | None = None
+        cls,
+        decoded: Callable[[], DataFrame],
+        windows: int = 0,
+        names: Mapping[str, str] | None = None,
     ) -> tuple[Observe, InputCounts]:
-        """What observes ``decoded``'s statistics (see :meth:`observing`) in a frame that holds
-        its columns under other ``names`` (its column → theirs, e.g. where
+        """What observes the statistics of the records ``decoded`` gives (built only if no
+        action fills them, see :meth:`observing`) in a frame that holds their columns under
+        other ``names`` (their column → the frame's, e.g. where
         :func:`~..source.records.decode_records` observes), and the counts it fills."""
         from pyspark.sql import Observation
 
         observation = Observation()
         named = tuple(sorted((names or {}).items()))
-        columns = per_session(
-            decoded.sparkSession,
-            ("input_stats", windows, named),
-            lambda: _stat_columns(windows, dict(named)),
-        )
 
         def observe(frame: DataFrame) -> DataFrame:
+            columns = per_session(
+                frame.sparkSession,
+                ("input_stats", windows, named),
+                lambda: _stat_columns(windows, dict(named)),
+            )
             return frame.observe(observation, *columns)
 
         return observe, cls(decoded, observation, windows=windows)
@@ -158,7 +163,7 @@ class InputCounts:
             row = _observed(self._observation)
             if row is None:
                 assert self._decoded is not None
-                self._stats = input_stats(self._decoded, self._windows)
+                self._stats = input_stats(self._decoded(), self._windows)
             else:
                 self._stats = _input_stats(row, self._windows)
         return self._stats
@@ -184,12 +189,18 @@ class DecodedTable:
 
     #: Clean rows: the table's columns (and ``_rowkind`` for a changelog table).
     frame: DataFrame
-    #: Every decoded record with its error and provenance columns (not cached: reading it
-    #: reads the records again, which only the dirty records' samples and dead letters do).
-    decoded: DataFrame
+    #: Builds :attr:`decoded` (planning a table's decoding costs the driver a few tenths of a
+    #: second: a run whose records are all clean never asks for it).
+    records: Callable[[], DataFrame]
     counts: InputCounts
     #: The records of the run: all, or those its time windows keep.
     kept: Any = None
+
+    @functools.cached_property
+    def decoded(self) -> DataFrame:
+        """Every decoded record with its error and provenance columns (not cached: reading it
+        reads the records again, which only the dirty records' samples and dead letters do)."""
+        return self.records()
 
     @property
     def stats(self) -> InputStats:
@@ -287,23 +298,26 @@ def decode_table(
     """
     from pyspark.sql import functions as F
 
-    decoded = decode_records(table.spec, raw)
     kept = None
     if windows is not None and offsets is not None:
         changelog = table.spec.is_upsert
-        decoded = with_record_windows(decoded, windows, offsets, changelog=changelog)
+        decoded = with_record_windows(
+            decode_records(table.spec, raw), windows, offsets, changelog=changelog
+        )
         decoded = decoded.withColumn(WINDOW_CODE, _window_code()).drop(POSITION, LATE_IN)
         kept = F.col(KEPT)
         observed, counts = InputCounts.observing(decoded, len(windows.keys))
+        records: Callable[[], DataFrame] = lambda: decoded  # noqa: E731
     else:  # observed where the decoding holds the records as rows already
-        observe, counts = InputCounts.observer(decoded, names=OBSERVED_COLUMNS)
+        records = functools.partial(decode_records, table.spec, raw)
+        observe, counts = InputCounts.observer(records, names=OBSERVED_COLUMNS)
         observed = decode_records(table.spec, raw, observe)
     clean = observed.filter(yields_row())
     if kept is not None:
         clean = clean.filter(kept)
     return DecodedTable(
         frame=clean.drop(*DIRTY_COLUMNS, *PROVENANCE, KEPT, WINDOW_CODE),
-        decoded=decoded,
+        records=records,
         counts=counts,
         kept=kept,
     )

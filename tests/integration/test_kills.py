@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -175,16 +176,22 @@ def _write_instance_config(home: Path) -> None:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
 
 
+def _moments(rng: random.Random, markers: tuple[str, ...]) -> Iterator[str]:
+    """The kill moments, drawn from ``markers`` without repeats until each was drawn (a run
+    with as many kills as markers hits every one)."""
+    while True:
+        yield from rng.sample(markers, len(markers))
+
+
 def _kill_at_a_moment(
     child: Child,
     rng: random.Random,
-    markers: tuple[str, ...],
+    moment: str,
     longest_s: float,
     counts: Counter[str],
 ) -> None:
-    """SIGKILL ``child`` at a moment drawn from ``markers`` (a log line, or ``time``: up to
-    ``longest_s`` after its start); count the kill, or how the child ended before it."""
-    moment = rng.choice(markers)
+    """SIGKILL ``child`` at ``moment`` (a log line, or ``time``: up to ``longest_s`` after its
+    start); count the kill, or how the child ended before it."""
     if moment == "time":
         reached = True
         time.sleep(rng.uniform(1.0, longest_s))
@@ -224,6 +231,7 @@ def _run_with_kills(
     produced = 0
     counts: Counter[str] = Counter()
     rounds = 0
+    moments = _moments(rng, markers)
     while counts["killed"] < kills_wanted:
         rounds += 1
         assert rounds <= kills_wanted * 3, f"too few kills landed: {dict(counts)}"
@@ -231,7 +239,7 @@ def _run_with_kills(
             count = per_slice if rounds < slices else RECORDS - produced
             _produce_slice(bootstrap, source, produced, count)
             produced += count
-        _kill_at_a_moment(Child(args, home), rng, markers, 14.0, counts)
+        _kill_at_a_moment(Child(args, home), rng, next(moments), 14.0, counts)
     if produced < RECORDS:
         _produce_slice(bootstrap, source, produced, RECORDS - produced)
     # Drain: unkilled runs until one succeeds (the input is complete, so one success drains it).
@@ -325,12 +333,13 @@ def test_a_stateful_exactly_once_asset_survives_sigkill(
         sent += count
 
     counts: Counter[str] = Counter()
+    moments = _moments(rng, ("time", *EOS_MARKERS))
     while counts["killed"] < STATEFUL_KILLS:
         assert counts["rounds"] < STATEFUL_KILLS * 3, f"too few kills landed: {dict(counts)}"
         counts["rounds"] += 1
         produce(400)
         child = Child(["sql", "run", str(path)], home, "dagster_kafka_flinklike.cli", env)
-        _kill_at_a_moment(child, rng, ("time", *EOS_MARKERS), 20.0, counts)
+        _kill_at_a_moment(child, rng, next(moments), 20.0, counts)
     produce(400)
     flink = for_flink(script("tumble_exactly_once.sql", source, theirs))
     flink = flink.replace("'exactly-once'", "'at-least-once'")
