@@ -558,12 +558,15 @@ def _changelog_rows(decoded: Any) -> tuple[Any, SparkColumn, SparkColumn, SparkC
     from pyspark.sql import functions as F
 
     rows = F.col("__dkf_value_rows")
-    kept = decoded.filter(F.col(ERROR).isNotNull() | (F.coalesce(F.size(rows), F.lit(0)) > 0))
     position = "__dkf_value_position"
-    exploded = kept.select(
+    exploded = decoded.select(
         "*", F.posexplode_outer(F.when(yields_row(), rows)).alias(position, _VALUE_ROW)
     )
     row = F.col(_VALUE_ROW)
+    # Filtered after the explode (a record without rows leaves one null row): a filter before
+    # it would reach down to the decoding's projections, and Spark would then repeat the whole
+    # decoding's error and rows inside that filter's code.
+    exploded = exploded.filter(F.col(ERROR).isNotNull() | row.isNotNull())
     start = F.coalesce(F.col(position) == 0, F.lit(True))
     return exploded, row["r"], row["k"], start
 
