@@ -299,13 +299,20 @@ def _decode(
             stages = _where_undecoded(stages, F.col(_native(side)).isNull())
         parts = {"struct": F.coalesce(F.col(_native(side)), struct) if native else struct}
     error = F.concat(F.lit(f"{side} ({fmt.name}): "), error)
+    # Of the parts' columns, not of their expressions: repeated, a decoding's expressions make
+    # Spark's analysis, optimization and generated code of every run the larger.
     if not format_.keeps_rows:
         kept = F.lit(False)
     elif "rows" in parts:  # a changelog record is kept when it has a row to keep
-        kept = F.coalesce(F.size(parts["rows"]) > 0, F.lit(False))
+        kept = F.coalesce(F.size(F.col(_part(side, "rows"))) > 0, F.lit(False))
     else:
-        kept = parts["struct"].isNotNull()
+        kept = F.col(_part(side, "struct")).isNotNull()
     return stages, {**parts, "error": error, "tolerated": tolerated, "kept": kept}, skipped
+
+
+def _part(side: str, part: str) -> str:
+    """The column of a part of a side's decoding (see :func:`_decode`)."""
+    return f"__dkf_{side}_{part}"
 
 
 def _where_undecoded(
@@ -441,13 +448,14 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
             raw = raw.select("*", *[expr.alias(name) for name, expr in stage.items()])
 
     # Each side's parts (struct, error, tolerated flag) become columns first: the table's
-    # columns, the error and the tolerated flag then read them instead of repeating the decoding.
+    # columns, the error and the tolerated flag then read them instead of repeating the decoding
+    # (whether a dirty side is kept reads them already).
     decoded = raw.select(
         "*",
-        *[expr.alias(f"__dkf_{name}_{part}") for name, side in sides.items()
-          for part, expr in side.items()],
+        *[expr.alias(_part(name, part)) for name, side in sides.items()
+          for part, expr in side.items() if part != "kept"],
     )  # fmt: skip
-    side_errors = [F.col(f"__dkf_{name}_error") for name in ("key", "value") if name in sides]
+    side_errors = [F.col(_part(name, "error")) for name in ("key", "value") if name in sides]
     tolerated = F.col(ERROR).isNotNull()
     stamp_error = column_name(TIMESTAMP_ERROR)
     if stamp_error in raw_columns:  # a timestamp Spark cannot hold: no format tolerates it
@@ -456,9 +464,9 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
     error = F.coalesce(*side_errors) if len(side_errors) > 1 else side_errors[0]
     partial = F.lit(True)  # every dirty side kept as a row
     for name in sides:
-        side_error = F.col(f"__dkf_{name}_error")
-        tolerated = tolerated & (side_error.isNull() | F.col(f"__dkf_{name}_tolerated"))
-        partial = partial & (side_error.isNull() | F.col(f"__dkf_{name}_kept"))
+        side_error = F.col(_part(name, "error"))
+        tolerated = tolerated & (side_error.isNull() | F.col(_part(name, "tolerated")))
+        partial = partial & (side_error.isNull() | sides[name]["kept"])
     decoded = (
         decoded.withColumn(ERROR, error)
         .withColumn(TOLERATED, tolerated)
@@ -469,13 +477,13 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
     if changelog:
         decoded, value_struct, kind, start = _changelog_rows(decoded)
     else:
-        value_struct, start = F.col("__dkf_value_struct"), F.lit(True)
+        value_struct, start = F.col(_part("value", "struct")), F.lit(True)
         kind = F.when(yields_row(), F.when(_has_value(natives), "+I").otherwise("-D"))
     decoded = decoded.withColumn(RECORD_START, start).observed()
 
     in_value = {c.name for c in spec.value_columns}
     in_key = {c.name for c in spec.key_columns} if "key" in sides else set()
-    key_struct = F.col("__dkf_key_struct")
+    key_struct = F.col(_part("key", "struct"))
     selected: list[SparkColumn] = []
     for column in spec.columns:
         if column.is_metadata:
@@ -557,7 +565,7 @@ def _changelog_rows(decoded: Any) -> tuple[Any, SparkColumn, SparkColumn, SparkC
     row kind and record-start flag."""
     from pyspark.sql import functions as F
 
-    rows = F.col("__dkf_value_rows")
+    rows = F.col(_part("value", "rows"))
     position = "__dkf_value_position"
     exploded = decoded.select(
         "*", F.posexplode_outer(F.when(yields_row(), rows)).alias(position, _VALUE_ROW)
