@@ -198,8 +198,9 @@ class DecodedTable:
 
     @functools.cached_property
     def decoded(self) -> DataFrame:
-        """Every decoded record with its error and provenance columns (not cached: reading it
-        reads the records again, which only the dirty records' samples and dead letters do)."""
+        """Every decoded record with its error and provenance columns (not persisted: reading
+        it reads the records again, which only the dirty records' samples and dead letters
+        do)."""
         return self.records()
 
     @property

@@ -259,11 +259,11 @@ def _decode(
     meta: list[str],
     native: bool = False,
     exact: bool = False,
-) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn]:
+) -> tuple[list[dict[str, SparkColumn]], dict[str, SparkColumn], SparkColumn, SparkColumn]:
     """Decode the record ``side`` (key or value): its projection stages, its parts (``struct``
     — for a changelog format ``rows`` and ``meta`` instead —, ``error`` with context,
-    ``tolerated``, ``kept``: a dirty side kept as a row) and whether the format yields no row
-    for the record.
+    ``tolerated``), whether a dirty side is kept as a row (of the parts' columns, see
+    :func:`_part`) and whether the format yields no row for the record.
 
     With ``native``, the reader decoded the side batch by batch (:func:`native_columns`): the
     per-record decoding sees only the records that decoding left null. With ``exact``, it reads
@@ -307,7 +307,7 @@ def _decode(
         kept = F.coalesce(F.size(F.col(_part(side, "rows"))) > 0, F.lit(False))
     else:
         kept = F.col(_part(side, "struct")).isNotNull()
-    return stages, {**parts, "error": error, "tolerated": tolerated, "kept": kept}, skipped
+    return stages, {**parts, "error": error, "tolerated": tolerated}, kept, skipped
 
 
 def _part(side: str, part: str) -> str:
@@ -375,15 +375,10 @@ _OBSERVED = "observed"
 #: A pass-through of the decoded records that watches them (an observation of their input
 #: statistics, see :func:`decode_records`).
 Observe = Callable[["DataFrame"], "DataFrame"]
-#: The columns of a decoded record :func:`decode_records` hands to its ``observe``, by the
-#: names they have in its result.
-OBSERVED_COLUMNS = {
-    ERROR: ERROR,
-    TOLERATED: TOLERATED,
-    RECORD_START: RECORD_START,
-    VALUE_BYTES: VALUE_BYTES,
-    PROVENANCE[5]: "timestamp",
-}
+#: What the provenance columns are called where :func:`decode_records` hands a decoded record
+#: to its ``observe`` (their record fields: the result renames them); the other columns have
+#: their result's names there.
+OBSERVED_COLUMNS = dict(zip(PROVENANCE, _PROVENANCE_FIELDS, strict=True))
 
 
 def decode_records(
@@ -427,8 +422,9 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
     raw = _shed_native_values(spec, raw, natives)
     stages: list[dict[str, SparkColumn]] = []
     sides: dict[str, dict[str, SparkColumn]] = {}
+    kept: dict[str, SparkColumn] = {}
     for side, fmt, columns, prefix in _sides(spec):
-        side_stages, sides[side], side_no_row = _decode(
+        side_stages, sides[side], kept[side], side_no_row = _decode(
             fmt,
             columns,
             prefix,
@@ -448,12 +444,11 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
             raw = raw.select("*", *[expr.alias(name) for name, expr in stage.items()])
 
     # Each side's parts (struct, error, tolerated flag) become columns first: the table's
-    # columns, the error and the tolerated flag then read them instead of repeating the decoding
-    # (whether a dirty side is kept reads them already).
+    # columns, the error and the tolerated flag then read them instead of repeating the decoding.
     decoded = raw.select(
         "*",
         *[expr.alias(_part(name, part)) for name, side in sides.items()
-          for part, expr in side.items() if part != "kept"],
+          for part, expr in side.items()],
     )  # fmt: skip
     side_errors = [F.col(_part(name, "error")) for name in ("key", "value") if name in sides]
     tolerated = F.col(ERROR).isNotNull()
@@ -466,7 +461,7 @@ def _decoding(spec: KafkaTableSpec, raw_columns: tuple[str, ...]) -> _Transforma
     for name in sides:
         side_error = F.col(_part(name, "error"))
         tolerated = tolerated & (side_error.isNull() | F.col(_part(name, "tolerated")))
-        partial = partial & (side_error.isNull() | sides[name]["kept"])
+        partial = partial & (side_error.isNull() | kept[name])
     decoded = (
         decoded.withColumn(ERROR, error)
         .withColumn(TOLERATED, tolerated)
